@@ -1,0 +1,3 @@
+#!/bin/sh
+# Regenerate the build system from configure.ac and Makefile.am.
+exec autoreconf --force --install

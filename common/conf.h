@@ -1,0 +1,100 @@
+/* conf: larder's configuration, from one table of keys.
+ *
+ * The table (in conf.c) gives each key its section, type, default, check and
+ * one line of help; the parser, the start-up validation, `larder config
+ * check` and the larder.conf(5) man page are all generated from it.
+ *
+ * The file is INI with git-config-like sections:
+ *     [larder]            global keys
+ *     [index "NAME"]      one package index (NAME may contain '/')
+ * '#' and ';' start comments; values may be quoted with "".
+ */
+#ifndef LARDER_CONF_H
+#define LARDER_CONF_H
+
+#include <stddef.h>
+
+#include "common/buf.h"
+
+#define CONF_MAX_INDEXES 32
+#define CONF_MAX_LAYERS 8
+
+enum conf_sendfile {
+	CONF_SENDFILE_ACCEL,     /* "x-accel-redirect" (nginx) */
+	CONF_SENDFILE_XSENDFILE, /* "x-sendfile" (lighttpd, Apache) */
+	CONF_SENDFILE_STREAM,    /* "stream": larder writes the bytes itself */
+};
+
+enum conf_index_type {
+	CONF_INDEX_CACHE,   /* "cache": pull-through cache of an upstream */
+	CONF_INDEX_VIRTUAL, /* "virtual": layers over other indexes */
+};
+
+struct conf_index {
+	char *name;                     /* "pypi", "root/pypi" */
+	enum conf_index_type type;
+	char *upstream;                 /* cache: absolute http(s) URL, ends in '/' */
+	char *layers;                   /* virtual: names as written, space-separated */
+	size_t layer[CONF_MAX_LAYERS];  /* virtual: resolved positions in conf.index */
+	size_t nlayers;
+	char *trusted_hosts;            /* cache: hosts files may come from, besides
+	                                   the upstream's own; space-separated */
+};
+
+struct conf {
+	char *data_dir;
+	enum conf_sendfile sendfile;
+	char *sendfile_prefix;  /* starts and ends with '/' */
+	long cache_ttl;         /* seconds */
+	long max_stale;         /* seconds */
+	long negative_ttl;      /* seconds an upstream 404 is remembered */
+	long connect_timeout;   /* seconds */
+	long fetch_timeout;     /* seconds without a byte before a fetch fails */
+	long max_page_size;     /* bytes */
+	int trust_forwarded;    /* 0/1 */
+	long max_requests;      /* per worker before it is recycled; 0 = never */
+	long workers;           /* `larder serve` default */
+	struct conf_index index[CONF_MAX_INDEXES];
+	size_t nindex;
+	char *source;           /* the file it came from, or NULL for defaults */
+};
+
+/* Fills c with the built-in defaults: every key's default, and the indexes
+ * "pypi" (cache of https://pypi.org/simple/) and "root/pypi" (virtual over
+ * pypi). Returns 0 or ENOMEM. Free with conf_free(). */
+int conf_defaults(struct conf *c);
+
+/* Parses INI text into c, which conf_defaults() prepared; name is used in
+ * messages (a path, or "-"). When the text declares any [index] section the
+ * default indexes are replaced by the declared ones. Then validates the
+ * whole: unknown sections or keys, bad values, a cache without upstream, a
+ * virtual index naming an unknown layer or itself.
+ * Returns 0, or EINVAL with a one-line message in err (errlen bytes) that
+ * names the file and line, the key, the value and the expected form, e.g.
+ *   larder.conf:4: cache_ttl = "soon": expected seconds (300, 5m, 2h, 1d)
+ * Does no I/O. */
+int conf_parse(struct conf *c, const char *name, const char *text, size_t len,
+	       char *err, size_t errlen);
+
+/* Finds the file: path if given, else $LARDER_CONFIG, else
+ * SYSCONFDIR/larder/larder.conf; a missing default file means built-in
+ * defaults (a missing -c or $LARDER_CONFIG file is an error). Reads and
+ * parses it into c (which this initialises). Returns 0 or an errno with a
+ * message in err; on error c holds nothing to free. */
+int conf_load(struct conf *c, const char *path, char *err, size_t errlen);
+
+/* Frees everything c owns. */
+void conf_free(struct conf *c);
+
+/* Appends the effective configuration, as a valid config file, to out.
+ * Returns 0 or an errno from buf. */
+int conf_dump(const struct conf *c, struct buf *out);
+
+/* Appends the larder.conf(5) man page (roff), made from the key table.
+ * Returns 0 or an errno from buf. */
+int conf_man(struct buf *out);
+
+/* Returns the position of the index called name, or -1. */
+int conf_index_find(const struct conf *c, const char *name);
+
+#endif

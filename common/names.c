@@ -1,0 +1,100 @@
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "common/names.h"
+
+/* Locale-free character classes: names are bytes, not text. */
+static int is_alnum(unsigned char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	       (ch >= '0' && ch <= '9');
+}
+
+static int is_sep(unsigned char ch)
+{
+	return ch == '-' || ch == '_' || ch == '.';
+}
+
+static unsigned char lower(unsigned char ch)
+{
+	if (ch >= 'A' && ch <= 'Z')
+		return (unsigned char)(ch - 'A' + 'a');
+	return ch;
+}
+
+/* Writes "" to out when there is room, so a failed call leaves no stale
+ * name behind. */
+int names_normalize(const char *name, char *out, size_t outlen)
+{
+	size_t len, i, n = 0;
+
+	if (out && outlen)
+		out[0] = '\0';
+	if (!name)
+		return EINVAL;
+	len = strnlen(name, NAMES_MAX_PROJECT + 1);
+	if (len == 0 || len > NAMES_MAX_PROJECT)
+		return EINVAL;
+	if (!is_alnum((unsigned char)name[0]) ||
+	    !is_alnum((unsigned char)name[len - 1]))
+		return EINVAL;
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)name[i];
+
+		if (!is_alnum(ch) && !is_sep(ch))
+			return EINVAL;
+	}
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)name[i];
+
+		if (is_sep(ch)) {
+			/* a run of separators becomes one '-' */
+			while (i + 1 < len &&
+			       is_sep((unsigned char)name[i + 1]))
+				i++;
+			ch = '-';
+		}
+		if (n + 1 >= outlen) {
+			if (out && outlen)
+				out[0] = '\0';
+			return ENAMETOOLONG;
+		}
+		out[n++] = (char)lower(ch);
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+int names_is_sha256(const char *s)
+{
+	size_t i;
+
+	if (!s)
+		return 0;
+	for (i = 0; i < 64; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
+			return 0;
+	}
+	return s[64] == '\0';
+}
+
+int names_is_filename(const char *s)
+{
+	size_t i;
+
+	if (!s || s[0] == '\0' || s[0] == '.')
+		return 0;
+	for (i = 0; s[i]; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (i >= NAMES_MAX_FILENAME)
+			return 0;
+		if (!is_alnum(ch) && !strchr("._+!~-", ch))
+			return 0;
+	}
+	return 1;
+}

@@ -1,0 +1,25 @@
+/* names: PEP 503 project-name normalisation and the checks on the names
+ * larder puts into paths. I/O-free. */
+#ifndef LARDER_NAMES_H
+#define LARDER_NAMES_H
+
+#include <stddef.h>
+
+#define NAMES_MAX_PROJECT 200
+#define NAMES_MAX_FILENAME 255
+
+/* Writes the PEP 503 normalised form of name (lowercase, each run of '-',
+ * '_', '.' made one '-') to out (outlen bytes). Returns 0, or EINVAL when
+ * name is empty, longer than NAMES_MAX_PROJECT, holds a character outside
+ * [A-Za-z0-9._-], or does not start and end with a letter or digit;
+ * ENAMETOOLONG when out is too small. */
+int names_normalize(const char *name, char *out, size_t outlen);
+
+/* Returns 1 when s is exactly 64 lowercase hex digits, else 0. */
+int names_is_sha256(const char *s);
+
+/* Returns 1 when s is a safe distribution file name: 1..NAMES_MAX_FILENAME
+ * bytes of [A-Za-z0-9._+!~-], not starting with '.', else 0. */
+int names_is_filename(const char *s);
+
+#endif

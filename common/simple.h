@@ -1,0 +1,108 @@
+/* simple: the model of a PEP 503/691 "simple" page, its JSON parser and its
+ * JSON and HTML renderers. I/O-free; the HTML parser is in html.h.
+ *
+ * Rendered pages link files relative to the page, as
+ *   ../../files/{sha256}/{filename}
+ * which a client resolves against /{index}/simple/{project}/ to
+ * /{index}/files/{sha256}/{filename}. So the bytes do not depend on the host,
+ * scheme or mount point larder is reached through.
+ */
+#ifndef LARDER_SIMPLE_H
+#define LARDER_SIMPLE_H
+
+#include <stddef.h>
+
+#include "common/buf.h"
+
+struct simple_hash {
+	char *name;   /* "sha256", "md5", ... */
+	char *value;  /* lowercase hex */
+};
+
+struct simple_file {
+	char *filename;
+	char *url;              /* absolute upstream URL, no fragment */
+	char sha256[65];
+	struct simple_hash *hashes;  /* every hash upstream gave, sha256 too */
+	size_t nhashes;
+	char *requires_python;  /* NULL when absent */
+	int yanked;             /* 1 when yanked */
+	char *yanked_reason;    /* NULL, or the reason (may be "") */
+	int core_metadata;      /* 1 when a .metadata sibling is advertised */
+	char meta_sha256[65];   /* its sha256, "" when advertised without one */
+	long long size;         /* bytes, -1 when unknown */
+	char *upload_time;      /* ISO 8601 as upstream gave it, or NULL */
+};
+
+struct simple_page {
+	int is_list;               /* 1: the project list; 0: a project page */
+	char api_version[16];      /* what upstream claimed, "1.0" at least */
+	char *name;                /* project name as upstream spells it */
+	struct simple_file *files;
+	size_t nfiles;
+	char **versions;           /* api 1.1 "versions", or NULL */
+	size_t nversions;
+	char **projects;           /* the project list's names */
+	size_t nprojects;
+	size_t dropped;            /* entries left out: unsafe, no sha256, ... */
+};
+
+/* What simple_opts.max_files 0 stands for. */
+#define SIMPLE_DEFAULT_MAX_FILES 1000000
+
+struct simple_opts {
+	const char *base_url;  /* the URL the page was fetched from */
+	const char *trusted;   /* hosts files may live on besides base_url's;
+	                          space-separated, may be NULL */
+	size_t max_files;      /* more entries than this is EINVAL; 0: 1000000 */
+};
+
+/* Parses a PEP 691 JSON project page (is_list 0) or project list (1) into
+ * p. File URLs are resolved against o->base_url; a file whose URL is not
+ * http(s) on a trusted host, whose name is unsafe (names_is_filename) or
+ * which has no valid sha256 is left out and counted in p->dropped.
+ * Returns 0, or EINVAL with a one-line reason in err (errlen bytes), or
+ * ENOMEM. On error p holds nothing to free; on success free with
+ * simple_page_free(). */
+int simple_parse_json(const char *data, size_t len, const struct simple_opts *o,
+		      int is_list, struct simple_page *p, char *err,
+		      size_t errlen);
+
+/* Renders p as PEP 691 JSON to out: meta.api-version as p claims (size,
+ * upload-time and versions only when it is 1.1 or later), every file with
+ * its url rewritten relative to the page, hashes, requires-python, yanked
+ * and core-metadata (false when not advertised). Not the legacy
+ * dist-info-metadata key: PEP 714 says
+ * servers should not emit it in JSON, as pip 22.3 to 23.1 fail on it.
+ * Returns 0 or an errno from buf. */
+int simple_render_json(const struct simple_page *p, struct buf *out);
+
+/* Renders p as a PEP 503 HTML page (with PEP 592 data-yanked, PEP 658/714
+ * data-core-metadata and data-dist-info-metadata, data-requires-python,
+ * escaped). Returns 0 or an errno from buf. */
+int simple_render_html(const struct simple_page *p, struct buf *out);
+
+/* Reads an api-version (PEP 691) or pypi:repository-version (PEP 629)
+ * claim, NULL when there is none, into out: "1.0" or "1.1", the claim
+ * capped at the newest version whose fields larder understands. Returns 0,
+ * or EINVAL when the claim is malformed or its major version is not 1. */
+int simple_api_version(const char *claimed, char out[16]);
+
+/* The one decision, shared by both parsers, whether a file a page lists
+ * is kept. On entry f holds what the page said (filename, NULL to take the
+ * URL's last path segment; hashes with lowercase hex values; the optional
+ * fields) and f->url is NULL. href, as the page wrote it, is resolved
+ * against base (o->base_url when NULL) into f->url without its fragment; a
+ * "name=hex" pair in the fragment adds a hash the page did not otherwise
+ * give, and f->sha256 is taken from the "sha256" hash. Returns 0 to keep
+ * f; EINVAL to drop it (unsafe filename, no valid sha256, a URL that is not
+ * http(s) on a host url_host_trusted() accepts for o->base_url and
+ * o->trusted, a string that is not UTF-8); or ENOMEM. On a non-zero return
+ * what f held is freed and f is zeroed. */
+int simple_file_accept(struct simple_file *f, const char *href,
+		       const char *base, const struct simple_opts *o);
+
+/* Frees what p owns and zeroes it. */
+void simple_page_free(struct simple_page *p);
+
+#endif

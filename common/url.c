@@ -1,0 +1,370 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/url.h"
+
+/* The most a host name can be (253 for DNS, more for an IPv6 literal). */
+#define HOST_MAX 256
+
+/* A piece of a URI reference; p is NULL when the piece is not there. */
+struct span {
+	const char *p;
+	size_t n;
+};
+
+/* RFC 3986 section 3: the five components of a URI reference. */
+struct uri {
+	struct span scheme;
+	struct span auth;
+	struct span path;
+	struct span query;
+	struct span frag;
+};
+
+static int is_alpha(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int is_digit(int c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static int is_hex(int c)
+{
+	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static int lower(int c)
+{
+	return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+}
+
+/* Returns 1 when every byte of s is one RFC 3986 allows in a URI reference
+ * (unreserved, reserved or a well-formed %XX), else 0. Spaces, controls,
+ * quotes, backslashes and bytes outside ASCII are all refused. */
+static int chars_ok(const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '%') {
+			if (!is_hex(s[1]) || !is_hex(s[2]))
+				return 0;
+			s += 2;
+			continue;
+		}
+		if (is_alpha(c) || is_digit(c))
+			continue;
+		if (!strchr("-._~:/?#[]@!$&'()*+,;=", c))
+			return 0;
+	}
+	return 1;
+}
+
+/* Splits the URI reference s into its components (RFC 3986 appendix B,
+ * with the scheme checked). Returns 0 or EINVAL. */
+static int parse(const char *s, struct uri *u)
+{
+	const char *p = s;
+	size_t n;
+
+	memset(u, 0, sizeof(*u));
+	if (!chars_ok(s))
+		return EINVAL;
+	n = strcspn(p, ":/?#");
+	if (p[n] == ':') {
+		/* a colon in the first segment: only a scheme may come here */
+		if (n == 0 || !is_alpha(p[0]))
+			return EINVAL;
+		for (size_t i = 1; i < n; i++)
+			if (!is_alpha(p[i]) && !is_digit(p[i]) &&
+			    !strchr("+-.", p[i]))
+				return EINVAL;
+		u->scheme.p = p;
+		u->scheme.n = n;
+		p += n + 1;
+	}
+	if (p[0] == '/' && p[1] == '/') {
+		p += 2;
+		u->auth.p = p;
+		u->auth.n = strcspn(p, "/?#");
+		p += u->auth.n;
+	}
+	u->path.p = p;
+	u->path.n = strcspn(p, "?#");
+	p += u->path.n;
+	if (*p == '?') {
+		p++;
+		u->query.p = p;
+		u->query.n = strcspn(p, "#");
+		p += u->query.n;
+	}
+	if (*p == '#') {
+		p++;
+		u->frag.p = p;
+		u->frag.n = strlen(p);
+	}
+	return 0;
+}
+
+static int starts(const char *s, size_t n, const char *prefix)
+{
+	size_t k = strlen(prefix);
+
+	return n >= k && memcmp(s, prefix, k) == 0;
+}
+
+static int equals(const char *s, size_t n, const char *word)
+{
+	return n == strlen(word) && memcmp(s, word, n) == 0;
+}
+
+/* Removes the "." and ".." segments of the path in[0..n) (RFC 3986 section
+ * 5.2.4) and appends the result to out. Returns 0 or an errno from buf. */
+static int remove_dots(const char *in, size_t n, struct buf *out)
+{
+	char *w;
+	size_t i = 0, o = 0;
+	int err;
+
+	w = malloc(n + 1);
+	if (!w)
+		return ENOMEM;
+	while (i < n) {
+		const char *s = in + i;
+		size_t rest = n - i;
+
+		if (starts(s, rest, "../")) {
+			i += 3;
+		} else if (starts(s, rest, "./")) {
+			i += 2;
+		} else if (starts(s, rest, "/./")) {
+			i += 2;
+		} else if (equals(s, rest, "/.")) {
+			w[o++] = '/';
+			i += 2;
+		} else if (starts(s, rest, "/../") || equals(s, rest, "/..")) {
+			while (o > 0 && w[o - 1] != '/')
+				o--;
+			if (o > 0)
+				o--;
+			if (rest == 3)
+				w[o++] = '/';
+			i += 3;
+		} else if (equals(s, rest, ".") || equals(s, rest, "..")) {
+			i = n;
+		} else {
+			if (*s == '/')
+				w[o++] = in[i++];
+			while (i < n && in[i] != '/')
+				w[o++] = in[i++];
+		}
+	}
+	err = buf_add(out, w, o);
+	free(w);
+	return err;
+}
+
+/* Appends the target path of ref against base (RFC 3986 section 5.2.2 and
+ * the merge of 5.2.3), dot segments removed. */
+static int target_path(const struct uri *base, const struct uri *ref,
+		       struct buf *out)
+{
+	const struct span *bp = &base->path;
+	char *merged;
+	size_t keep = 0;
+	int err;
+
+	if (ref->scheme.p || ref->auth.p ||
+	    (ref->path.n && *ref->path.p == '/'))
+		return remove_dots(ref->path.p, ref->path.n, out);
+	if (ref->path.n == 0)
+		return buf_add(out, bp->p, bp->n);
+	merged = malloc(bp->n + ref->path.n + 2);
+	if (!merged)
+		return ENOMEM;
+	if (base->auth.p && bp->n == 0) {
+		merged[keep++] = '/';
+	} else {
+		for (size_t i = bp->n; i > 0; i--) {
+			if (bp->p[i - 1] == '/') {
+				keep = i;
+				break;
+			}
+		}
+		memcpy(merged, bp->p, keep);
+	}
+	memcpy(merged + keep, ref->path.p, ref->path.n);
+	err = remove_dots(merged, keep + ref->path.n, out);
+	free(merged);
+	return err;
+}
+
+int url_resolve(const char *base, const char *ref, struct buf *out,
+		struct buf *frag)
+{
+	struct uri b, r;
+	const struct span *scheme, *auth, *query;
+	struct buf res;
+	char host[HOST_MAX];
+	int err;
+
+	buf_init(&res, out->max);
+	err = parse(base, &b);
+	if (!err)
+		err = parse(ref, &r);
+	if (err)
+		goto out;
+	err = EINVAL;
+	if (!b.scheme.p)
+		goto out;
+	scheme = r.scheme.p ? &r.scheme : &b.scheme;
+	auth = r.scheme.p || r.auth.p ? &r.auth : &b.auth;
+	query = &r.query;
+	if (!r.scheme.p && !r.auth.p && r.path.n == 0 && !r.query.p)
+		query = &b.query;
+	if (!auth->p)
+		goto out;
+	for (size_t i = 0; i < scheme->n; i++) {
+		char c = (char)lower(scheme->p[i]);
+
+		err = buf_add(&res, &c, 1);
+		if (err)
+			goto out;
+	}
+	err = buf_adds(&res, "://");
+	if (!err)
+		err = buf_add(&res, auth->p, auth->n);
+	if (!err)
+		err = target_path(&b, &r, &res);
+	if (!err && query->p) {
+		err = buf_adds(&res, "?");
+		if (!err)
+			err = buf_add(&res, query->p, query->n);
+	}
+	if (err)
+		goto out;
+	/* checks the scheme is http(s) and the host is sound */
+	err = url_host(buf_str(&res), host, sizeof(host));
+	if (err) {
+		err = EINVAL;
+		goto out;
+	}
+	err = buf_add(out, res.data, res.len);
+	if (!err && frag && r.frag.p)
+		err = buf_add(frag, r.frag.p, r.frag.n);
+out:
+	buf_free(&res);
+	return err;
+}
+
+int url_host(const char *url, char *host, size_t hostlen)
+{
+	struct uri u;
+	const char *h, *at, *end;
+	size_t n;
+
+	if (parse(url, &u) || !u.scheme.p || !u.auth.p)
+		return EINVAL;
+	if (!(u.scheme.n == 4 && strncasecmp(u.scheme.p, "http", 4) == 0) &&
+	    !(u.scheme.n == 5 && strncasecmp(u.scheme.p, "https", 5) == 0))
+		return EINVAL;
+	h = u.auth.p;
+	end = u.auth.p + u.auth.n;
+	at = memchr(h, '@', (size_t)(end - h));
+	if (at) {
+		/* two '@' are read differently by different parsers */
+		if (memchr(at + 1, '@', (size_t)(end - at - 1)))
+			return EINVAL;
+		h = at + 1;
+	}
+	n = 0;
+	if (h < end && *h == '[') {
+		while (h + n < end && h[n] != ']') {
+			if (n && !is_hex(h[n]) && h[n] != ':' && h[n] != '.')
+				return EINVAL;
+			n++;
+		}
+		if (h + n == end || n < 3)
+			return EINVAL;
+		n++;
+	} else {
+		while (h + n < end && h[n] != ':') {
+			if (!is_alpha(h[n]) && !is_digit(h[n]) &&
+			    !strchr("-._", h[n]))
+				return EINVAL;
+			n++;
+		}
+		if (n == 0)
+			return EINVAL;
+	}
+	if (h + n < end) {
+		const char *port = h + n;
+		size_t plen = (size_t)(end - port) - 1;
+		long v = 0;
+
+		if (*port != ':' || plen > 5)
+			return EINVAL;
+		for (size_t i = 1; i <= plen; i++) {
+			if (!is_digit(port[i]))
+				return EINVAL;
+			v = v * 10 + (port[i] - '0');
+		}
+		if (v > 65535)
+			return EINVAL;
+	}
+	if (n >= hostlen)
+		return ENAMETOOLONG;
+	for (size_t i = 0; i < n; i++)
+		host[i] = (char)lower(h[i]);
+	host[n] = '\0';
+	return 0;
+}
+
+/* Returns the length of the host part of a trusted-list entry: up to a
+ * port, the closing bracket of an IPv6 literal kept. */
+static size_t entry_host_len(const char *s, size_t n)
+{
+	const char *end;
+
+	if (n && s[0] == '[') {
+		end = memchr(s, ']', n);
+		return end ? (size_t)(end - s) + 1 : n;
+	}
+	end = memchr(s, ':', n);
+	return end ? (size_t)(end - s) : n;
+}
+
+int url_host_trusted(const char *url, const char *base_url,
+		     const char *trusted)
+{
+	char host[HOST_MAX], bhost[HOST_MAX];
+	const char *s = trusted;
+	size_t hlen;
+
+	if (url_host(url, host, sizeof(host)))
+		return 0;
+	if (base_url && !url_host(base_url, bhost, sizeof(bhost)) &&
+	    strcmp(host, bhost) == 0)
+		return 1;
+	if (!s)
+		return 0;
+	hlen = strlen(host);
+	while (*s) {
+		size_t n, k;
+
+		s += strspn(s, " \t\r\n,");
+		n = strcspn(s, " \t\r\n,");
+		k = entry_host_len(s, n);
+		if (k && k == hlen && strncasecmp(s, host, k) == 0)
+			return 1;
+		s += n;
+	}
+	return 0;
+}

@@ -1,0 +1,78 @@
+#!/bin/sh
+# Quick start: installs what is missing (apt-get), builds larder, and starts
+# it behind nginx on 127.0.0.1:4433 with its data under ./run/.
+#
+#   contrib/quickstart.sh          install, build, start
+#   contrib/quickstart.sh stop     stop nginx and larder
+#
+# LARDER_UPSTREAM points the "pypi" index elsewhere (default
+# https://pypi.org/simple/); LARDER_PORT changes the port.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+run="$top/run"
+port="${LARDER_PORT:-4433}"
+upstream="${LARDER_UPSTREAM:-https://pypi.org/simple/}"
+
+stop() {
+	for p in nginx larder; do
+		if [ -f "$run/$p.pid" ]; then
+			kill "$(cat "$run/$p.pid")" 2>/dev/null || true
+			rm -f "$run/$p.pid"
+		fi
+	done
+}
+
+if [ "${1:-}" = stop ]; then
+	stop
+	exit 0
+fi
+
+"$top/contrib/deps.sh" build
+cd "$top"
+[ -x configure ] || ./autogen.sh >/dev/null
+[ -f Makefile ] || ./configure --sysconfdir=/etc --localstatedir=/var >/dev/null
+make -j2 >/dev/null
+
+stop
+mkdir -p "$run/data" "$run/nginx"
+cat > "$run/larder.conf" <<CONF
+# written by contrib/quickstart.sh
+[larder]
+data_dir = $run/data
+sendfile = x-accel-redirect
+sendfile_prefix = /_larder/
+
+[index "pypi"]
+type = cache
+upstream = $upstream
+
+[index "root/pypi"]
+type = virtual
+layers = pypi
+CONF
+./larder config check -c "$run/larder.conf" >/dev/null
+
+user_line=""
+[ "$(id -u)" -eq 0 ] && user_line="user root;"
+sed -e "s|@USER@|$user_line|" -e "s|@PREFIX@|$run/nginx|g" \
+    -e "s|@LISTEN@|127.0.0.1:$port|" -e "s|@DATA@|$run/data|" \
+    -e "s|@FASTCGI@|unix:$run/larder.sock|" \
+    conf/nginx-standalone.conf > "$run/nginx/nginx.conf"
+
+nohup ./larder serve -c "$run/larder.conf" --listen "unix:$run/larder.sock" \
+	--workers 4 >"$run/larder.log" 2>&1 &
+echo $! > "$run/larder.pid"
+i=0
+while [ ! -S "$run/larder.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+nginx -c "$run/nginx/nginx.conf" -p "$run/nginx" -g "pid $run/nginx.pid;"
+i=0
+until curl -fs "http://127.0.0.1:$port/+health" >/dev/null 2>&1; do
+	i=$((i + 1))
+	if [ $i -gt 50 ]; then
+		echo "larder did not come up; see $run/larder.log" >&2
+		exit 1
+	fi
+	sleep 0.1
+done
+echo "larder is up: pip install --index-url http://127.0.0.1:$port/root/pypi/simple/ PACKAGE"
+echo "logs: $run/larder.log, $run/nginx/; stop with: contrib/quickstart.sh stop"

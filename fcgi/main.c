@@ -1,0 +1,139 @@
+/* larder: a pull-through cache for PyPI, as a FastCGI or CGI application.
+ *
+ *   larder                       FastCGI worker (listening socket on fd 0),
+ *                                or CGI (GATEWAY_INTERFACE set)
+ *   larder serve ...             preforking FastCGI server
+ *   larder config check [-c F]   validate a config, print effective values
+ *   larder config man            print larder.conf(5)
+ *   larder --version
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/conf.h"
+#include "fcgi/fetcher.h"
+#include "fcgi/serve.h"
+#include "fcgi/worker.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: larder serve [-c FILE] --listen HOST:PORT|unix:PATH "
+	      "[--workers N]\n"
+	      "       larder config check [-c FILE]\n"
+	      "       larder config man\n"
+	      "       larder --version\n"
+	      "Started by a web server with a listening socket on fd 0, larder "
+	      "is a FastCGI\nworker; with GATEWAY_INTERFACE set, a CGI "
+	      "program.\n", f);
+}
+
+/* Returns 1 when fd 0 is a listening socket (FastCGI spawned us). */
+static int fd0_listening(void)
+{
+	int yes = 0;
+	socklen_t len = sizeof(yes);
+
+	return getsockopt(0, SOL_SOCKET, SO_ACCEPTCONN, &yes, &len) == 0 &&
+	       yes;
+}
+
+static int load(struct conf *c, const char *path)
+{
+	char err[1024];
+
+	if (conf_load(c, path, err, sizeof(err))) {
+		fprintf(stderr, "larder: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+static int config_cmd(int argc, char **argv)
+{
+	struct conf c;
+	struct buf out;
+	const char *path = NULL;
+	int rc;
+
+	buf_init(&out, 1 << 20);
+	if (argc >= 2 && strcmp(argv[1], "man") == 0 && argc == 2) {
+		rc = conf_man(&out);
+		fputs(buf_str(&out), stdout);
+		buf_free(&out);
+		return rc ? 1 : 0;
+	}
+	if (argc < 2 || strcmp(argv[1], "check") != 0) {
+		usage(stderr);
+		return 2;
+	}
+	if (argc == 4 && strcmp(argv[2], "-c") == 0)
+		path = argv[3];
+	else if (argc != 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (load(&c, path))
+		return 1;
+	rc = conf_dump(&c, &out);
+	fputs(buf_str(&out), stdout);
+	buf_free(&out);
+	conf_free(&c);
+	return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct conf c;
+	int rc;
+
+	if (argc >= 2 && (strcmp(argv[1], "--version") == 0 ||
+			  strcmp(argv[1], "-V") == 0)) {
+		printf("larder %s\n", PACKAGE_VERSION);
+		return 0;
+	}
+	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 ||
+			  strcmp(argv[1], "-h") == 0)) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc >= 2 && strcmp(argv[1], "serve") == 0)
+		return serve_main(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "config") == 0)
+		return config_cmd(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "_fetch") == 0) {
+		if (load(&c, NULL))
+			return 1;
+		rc = fetcher_main(&c, argc - 1, argv + 1);
+		conf_free(&c);
+		return rc;
+	}
+	if (argc > 1) {
+		usage(stderr);
+		return 2;
+	}
+	if (fd0_listening()) {
+		if (load(&c, NULL))
+			return 1;
+		rc = worker_fcgi(&c, 0);
+		conf_free(&c);
+		return rc;
+	}
+	if (getenv("GATEWAY_INTERFACE")) {
+		if (load(&c, NULL)) {
+			fputs("Status: 500 Internal Server Error\r\n"
+			      "Content-Type: text/plain\r\n\r\n"
+			      "larder: bad configuration (see the error log)\n",
+			      stdout);
+			return 1;
+		}
+		rc = worker_cgi(&c);
+		conf_free(&c);
+		return rc;
+	}
+	usage(stderr);
+	return 2;
+}

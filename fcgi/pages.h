@@ -1,0 +1,28 @@
+/* pages: cached simple pages, kept fresh from upstream.
+ *
+ * A page is fresh for min(cache_ttl, upstream max-age) after it was
+ * fetched; then it is revalidated (If-None-Match / If-Modified-Since, a 304
+ * renews it); when upstream fails it is served stale for up to max_stale.
+ * An upstream 404 is remembered for negative_ttl. Refreshes go through a
+ * single-flight gate, so a burst for one stale page costs one upstream
+ * request. Renderings are stored as blobs, so a warm page is a lookup.
+ */
+#ifndef LARDER_PAGES_H
+#define LARDER_PAGES_H
+
+#include <stddef.h>
+
+#include "fcgi/worker.h"
+#include "storage/db.h"
+
+/* Finds the page of project ("" for the project list) in the index at
+ * position idx (a virtual index asks its layers in order and takes the
+ * first that has it). On 0, *p is the page (status 200) and *cache is
+ * "HIT", "MISS", "STALE" or "REVALIDATED". Returns ENOENT when no layer
+ * has it, or another errno with a one-line reason in err when upstream
+ * failed and no stale copy may be served. */
+int pages_get(struct worker *w, int idx, const char *project,
+	      struct db_page *p, const char **cache, char *err,
+	      size_t errlen);
+
+#endif

@@ -1,0 +1,156 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/accept.h"
+#include "common/log.h"
+#include "fcgi/fetcher.h"
+#include "fcgi/pages.h"
+#include "fcgi/pypi.h"
+#include "fcgi/send.h"
+#include "storage/blob.h"
+
+#define IMMUTABLE "public, max-age=31536000, immutable"
+
+/* Finds a PEP 691 ?format= in the query, decoded into out. */
+static int query_format(const char *q, char *out, size_t len)
+{
+	const char *p = q;
+	size_t n = 0;
+
+	while (p && *p) {
+		if (strncmp(p, "format=", 7) == 0) {
+			p += 7;
+			while (*p && *p != '&' && n + 1 < len) {
+				if (*p == '%' && p[1] && p[2]) {
+					char hex[3] = {p[1], p[2], 0};
+
+					out[n++] = (char)strtol(hex, NULL, 16);
+					p += 3;
+				} else {
+					out[n++] = *p == '+' ? ' ' : *p;
+					p++;
+				}
+			}
+			out[n] = '\0';
+			return 1;
+		}
+		p = strchr(p, '&');
+		if (p)
+			p++;
+	}
+	return 0;
+}
+
+void pypi_simple(struct worker *w, struct req *r, const struct route *rt)
+{
+	const char *project = rt->kind == ROUTE_SIMPLE_LIST ? "" : rt->project;
+	struct send_opts o = {.vary_accept = 1};
+	enum accept_format fmt;
+	struct db_page p;
+	char err[1024] = "";
+	char cc[64];
+	char format[128];
+	long left;
+	int rc;
+
+	if (query_format(r->query, format, sizeof(format)))
+		fmt = accept_from_format(format);
+	else
+		fmt = accept_choose(req_env(r, "HTTP_ACCEPT"));
+	if (fmt == ACCEPT_NONE) {
+		req_header(r, "Vary", "Accept");
+		req_error(r, 406, "ask for application/vnd.pypi.simple.v1+json "
+			  "or text/html");
+		return;
+	}
+	rc = pages_get(w, rt->index, project, &p, &r->cache, err,
+		       sizeof(err));
+	if (rc == ENOENT) {
+		req_header(r, "Vary", "Accept");
+		req_error(r, 404, *project ? "no such project" :
+			  "no project list");
+		return;
+	}
+	if (rc) {
+		req_error(r, 502, err);
+		return;
+	}
+	left = (long)(p.fetched_at + p.ttl - time(NULL));
+	snprintf(cc, sizeof(cc), "max-age=%ld", left > 0 ? left : 0);
+	o.cache_control = cc;
+	o.content_type = accept_content_type(fmt);
+	rc = send_blob(w, r, fmt == ACCEPT_JSON ? p.json_sha : p.html_sha, &o);
+	if (rc)
+		req_error(r, 500, "cached page is missing from the store");
+}
+
+/* Finds the listing of (sha256, filename) in index idx or its layers. */
+static int find_file(struct worker *w, int idx, const char *sha,
+		     const char *filename, struct db_file *f)
+{
+	const struct conf_index *ix = &w->conf->index[idx];
+
+	if (ix->type == CONF_INDEX_CACHE)
+		return db_file_get(w->db, ix->name, sha, filename, f);
+	for (size_t i = 0; i < ix->nlayers; i++)
+		if (find_file(w, (int)ix->layer[i], sha, filename, f) == 0)
+			return 0;
+	return ENOENT;
+}
+
+void pypi_file(struct worker *w, struct req *r, const struct route *rt)
+{
+	struct send_opts o = {.cache_control = IMMUTABLE};
+	struct fetcher_want want;
+	struct db_file f;
+	char key[128], url[2100], sha[65], err[1024] = "";
+	int rc;
+
+	if (find_file(w, rt->index, rt->sha256, rt->filename, &f) != 0) {
+		req_error(r, 404, "no page of this index lists that file");
+		return;
+	}
+	if (rt->metadata && !f.has_meta) {
+		req_error(r, 404, "upstream advertises no metadata for it");
+		return;
+	}
+	o.content_type = rt->metadata ? "text/plain; charset=utf-8" :
+					"application/octet-stream";
+	memset(&want, 0, sizeof(want));
+	want.content_type = o.content_type;
+	if (rt->metadata) {
+		snprintf(sha, sizeof(sha), "%s", f.meta_sha);
+		snprintf(key, sizeof(key), "meta:%s", rt->sha256);
+		snprintf(url, sizeof(url), "%s.metadata", f.url);
+		want.size = -1;
+	} else {
+		snprintf(sha, sizeof(sha), "%s", rt->sha256);
+		snprintf(key, sizeof(key), "blob:%s", rt->sha256);
+		snprintf(url, sizeof(url), "%s", f.url);
+		want.size = f.size;
+	}
+	if (*sha && blob_exists(w->conf->data_dir, sha)) {
+		r->cache = "HIT";
+		if (send_blob(w, r, sha, &o))
+			req_error(r, 500, "cannot read the stored file");
+		return;
+	}
+	want.key = key;
+	want.url = url;
+	want.expect = sha;
+	rc = fetcher_serve(w, r, &want, sha, err, sizeof(err));
+	if (rc == EEXIST) {
+		r->cache = "HIT";
+		o.cache_control = IMMUTABLE;
+		if (send_blob(w, r, sha, &o))
+			req_error(r, 500, "cannot read the stored file");
+		return;
+	}
+	if (rc)
+		req_error(r, 502, err);
+}

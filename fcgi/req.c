@@ -1,0 +1,270 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "fcgi/req.h"
+
+extern char **environ;
+
+#define MAX_HEADERS (16 * 1024)
+
+int req_init(struct req *r, FCGX_Request *fcgx)
+{
+	const char *m;
+
+	memset(r, 0, sizeof(*r));
+	clock_gettime(CLOCK_MONOTONIC, &r->t0);
+	r->fcgx = fcgx;
+	r->envp = fcgx ? fcgx->envp : environ;
+	buf_init(&r->hdr, MAX_HEADERS);
+	m = req_env(r, "REQUEST_METHOD");
+	r->method = m && *m ? m : "GET";
+	r->head = strcmp(r->method, "HEAD") == 0;
+	r->query = req_env(r, "QUERY_STRING");
+	if (!r->query)
+		r->query = "";
+	return route_request_path(req_env(r, "SCRIPT_NAME"),
+				  req_env(r, "PATH_INFO"),
+				  req_env(r, "REQUEST_URI"), r->path,
+				  sizeof(r->path), r->mount, sizeof(r->mount));
+}
+
+void req_free(struct req *r)
+{
+	buf_free(&r->hdr);
+}
+
+const char *req_env(const struct req *r, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (char **e = r->envp; e && *e; e++)
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+int req_header(struct req *r, const char *name, const char *fmt, ...)
+{
+	size_t mark = r->hdr.len;
+	va_list ap;
+	int err;
+
+	err = buf_addf(&r->hdr, "%s: ", name);
+	if (!err) {
+		va_start(ap, fmt);
+		err = buf_vaddf(&r->hdr, fmt, ap);
+		va_end(ap);
+	}
+	if (!err && strpbrk(r->hdr.data + mark + strlen(name) + 2, "\r\n")) {
+		log_warn(0, r->path, "dropped header %s with CR/LF", name);
+		r->hdr.len = mark;
+		r->hdr.data[mark] = '\0';
+		return 0;
+	}
+	if (!err)
+		err = buf_adds(&r->hdr, "\r\n");
+	if (err) {
+		r->hdr.len = mark;
+		if (r->hdr.data)
+			r->hdr.data[mark] = '\0';
+	}
+	return err;
+}
+
+static int out(struct req *r, const void *p, size_t n)
+{
+	const char *c = p;
+	ssize_t w;
+
+	if (r->write_failed || r->aborted)
+		return EPIPE;
+	if (r->fcgx) {
+		if (FCGX_PutStr(p, (int)n, r->fcgx->out) != (int)n) {
+			r->write_failed = 1;
+			return EPIPE;
+		}
+		return 0;
+	}
+	while (n) {
+		w = write(STDOUT_FILENO, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			r->write_failed = 1;
+			return EPIPE;
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static const char *reason_phrase(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 206: return "Partial Content";
+	case 301: return "Moved Permanently";
+	case 304: return "Not Modified";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 406: return "Not Acceptable";
+	case 413: return "Payload Too Large";
+	case 416: return "Range Not Satisfiable";
+	case 500: return "Internal Server Error";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "Unknown";
+	}
+}
+
+int req_start(struct req *r, int status)
+{
+	char line[64];
+	int err;
+
+	if (r->started)
+		return 0;
+	r->started = 1;
+	r->status = status;
+	if (r->cache)
+		req_header(r, "X-Larder-Cache", "%s", r->cache);
+	snprintf(line, sizeof(line), "Status: %d %s\r\n", status,
+		 reason_phrase(status));
+	err = out(r, line, strlen(line));
+	if (!err)
+		err = out(r, buf_str(&r->hdr), r->hdr.len);
+	if (!err)
+		err = out(r, "\r\n", 2);
+	return err;
+}
+
+int req_write(struct req *r, const void *p, size_t n)
+{
+	int err;
+
+	if (r->head || !n)
+		return 0;
+	err = out(r, p, n);
+	if (!err)
+		r->bytes += (long long)n;
+	return err;
+}
+
+void req_flush(struct req *r)
+{
+	if (r->fcgx && !r->write_failed && !r->aborted &&
+	    FCGX_FFlush(r->fcgx->out) < 0)
+		r->write_failed = 1;
+}
+
+int req_reply(struct req *r, int status, const char *content_type,
+	      const void *body, size_t n)
+{
+	int err;
+
+	if (content_type)
+		req_header(r, "Content-Type", "%s", content_type);
+	req_header(r, "Content-Length", "%zu", n);
+	err = req_start(r, status);
+	if (!err)
+		err = req_write(r, body, n);
+	return err;
+}
+
+int req_error(struct req *r, int status, const char *reason)
+{
+	char body[512];
+	int n;
+
+	if (r->started) {
+		req_abort(r);
+		return EPIPE;
+	}
+	n = snprintf(body, sizeof(body), "%d %s: %s\n", status,
+		     reason_phrase(status), reason);
+	if (n < 0 || (size_t)n >= sizeof(body))
+		n = (int)sizeof(body) - 1;
+	req_header(r, "Cache-Control", "no-store");
+	return req_reply(r, status, "text/plain; charset=utf-8", body,
+			 (size_t)n);
+}
+
+void req_abort(struct req *r)
+{
+	if (r->aborted)
+		return;
+	r->aborted = 1;
+	if (r->fcgx) {
+		/* No FCGI_END_REQUEST will follow: the web server sees the
+		 * application vanish and cuts the client off. */
+		shutdown(r->fcgx->ipcFd, SHUT_RDWR);
+	} else {
+		close(STDOUT_FILENO);
+	}
+}
+
+/* A Host value fit to be echoed into a Location header. */
+static int host_ok(const char *h)
+{
+	if (!h || !*h || strlen(h) > 255)
+		return 0;
+	for (; *h; h++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyz"
+			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]_",
+			    *h))
+			return 0;
+	return 1;
+}
+
+int req_url(const struct req *r, int trust_forwarded, const char *path,
+	    struct buf *out_url)
+{
+	const char *scheme = "http";
+	const char *host = req_env(r, "HTTP_HOST");
+	const char *v;
+
+	v = req_env(r, "HTTPS");
+	if ((v && strcasecmp(v, "on") == 0) ||
+	    ((v = req_env(r, "REQUEST_SCHEME")) && strcmp(v, "https") == 0))
+		scheme = "https";
+	if (trust_forwarded) {
+		v = req_env(r, "HTTP_X_FORWARDED_PROTO");
+		if (v && (strcmp(v, "https") == 0 || strcmp(v, "http") == 0))
+			scheme = v;
+		v = req_env(r, "HTTP_X_FORWARDED_HOST");
+		if (host_ok(v))
+			host = v;
+	}
+	if (!host_ok(host))
+		host = req_env(r, "SERVER_NAME");
+	if (!host_ok(host))
+		host = "localhost";
+	return buf_addf(out_url, "%s://%s%s%s", scheme, host, r->mount, path);
+}
+
+void req_log(const struct req *r)
+{
+	struct timespec t1;
+	long ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - r->t0.tv_sec) * 1000 +
+	     (t1.tv_nsec - r->t0.tv_nsec) / 1000000;
+	log_info("%s %s%s%s %d %lld %s %ldms%s", r->method, r->path,
+		 *r->query ? "?" : "", *r->query ? "..." : "", r->status,
+		 r->bytes, r->cache ? r->cache : "-", ms,
+		 r->aborted ? " aborted" : r->write_failed ? " client-gone" : "");
+}

@@ -1,0 +1,83 @@
+/* req: one request and its response, over FastCGI or plain CGI.
+ *
+ * Handlers read CGI variables with req_env(), set headers with
+ * req_header(), and either send a whole small reply (req_reply,
+ * req_error) or start a response (req_start) and stream the body
+ * (req_write). req_abort() breaks the connection without finishing the
+ * response, so a client never mistakes a failed transfer for a complete
+ * one. req_log() writes the access line.
+ */
+#ifndef LARDER_REQ_H
+#define LARDER_REQ_H
+
+#include <stddef.h>
+#include <time.h>
+
+#include <fcgiapp.h>
+
+#include "common/buf.h"
+#include "common/route.h"
+
+struct req {
+	FCGX_Request *fcgx;   /* NULL in CGI mode (stdin/stdout) */
+	char **envp;          /* CGI mode: environ */
+	const char *method;
+	const char *query;    /* "" when none */
+	char path[ROUTE_MAX_PATH];   /* decoded, relative to the mount */
+	char mount[ROUTE_MAX_PATH];  /* where larder is mounted, "" at / */
+	int head;             /* HEAD: headers only */
+	int status;           /* sent status, for the log */
+	long long bytes;      /* body bytes sent */
+	const char *cache;    /* HIT, MISS, STALE, REVALIDATED or NULL */
+	int started;          /* headers sent */
+	int aborted;          /* connection broken on purpose */
+	int write_failed;     /* the client went away */
+	struct buf hdr;       /* headers waiting for req_start */
+	struct timespec t0;
+};
+
+/* Prepares r for the request whose variables are in fcgx (or environ when
+ * fcgx is NULL): method, path, mount, query. Returns 0, or an errno when
+ * the path cannot be decoded (the caller answers 400). */
+int req_init(struct req *r, FCGX_Request *fcgx);
+
+/* Frees what r owns. */
+void req_free(struct req *r);
+
+/* Returns a CGI variable or NULL. Strings live until the next request. */
+const char *req_env(const struct req *r, const char *name);
+
+/* Adds a response header; dropped silently when the value holds CR or LF.
+ * Returns 0 or an errno from buf. */
+int req_header(struct req *r, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Sends the status line and headers. Returns 0 or EPIPE. */
+int req_start(struct req *r, int status);
+
+/* Writes body bytes (nothing for HEAD). Returns 0 or EPIPE. */
+int req_write(struct req *r, const void *p, size_t n);
+
+/* Pushes buffered body bytes to the web server. */
+void req_flush(struct req *r);
+
+/* Sends a complete response with body (Content-Length set here). */
+int req_reply(struct req *r, int status, const char *content_type,
+	      const void *body, size_t n);
+
+/* Sends status with a one-line text/plain reason, and logs it. */
+int req_error(struct req *r, int status, const char *reason);
+
+/* Breaks the connection mid-response so the transfer visibly fails. */
+void req_abort(struct req *r);
+
+/* Builds an absolute URL for path (mount prefixed) from Host, HTTPS and,
+ * when trust_forwarded, X-Forwarded-Proto/Host; appends it to out.
+ * Returns 0 or an errno from buf. */
+int req_url(const struct req *r, int trust_forwarded, const char *path,
+	    struct buf *out);
+
+/* Logs the access line: method, path, status, bytes, cache, ms. */
+void req_log(const struct req *r);
+
+#endif

@@ -1,0 +1,150 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "fcgi/send.h"
+#include "storage/blob.h"
+
+#define CHUNK (256 * 1024)
+
+/* Parses a single "bytes=a-b", "bytes=a-" or "bytes=-n" range against
+ * size. Returns 1 with [*from, *to] set, 0 to ignore the header (absent,
+ * malformed or multi-range), -1 when unsatisfiable. */
+static int parse_range(const char *h, long long size, long long *from,
+		       long long *to)
+{
+	char *end;
+	long long a, b;
+
+	if (!h || strncmp(h, "bytes=", 6) != 0 || strchr(h, ','))
+		return 0;
+	h += 6;
+	if (*h == '-') {
+		b = strtoll(h + 1, &end, 10);
+		if (end == h + 1 || *end || b <= 0)
+			return b == 0 && end != h + 1 && !*end ? -1 : 0;
+		*from = b >= size ? 0 : size - b;
+		*to = size - 1;
+		return size > 0 ? 1 : -1;
+	}
+	a = strtoll(h, &end, 10);
+	if (end == h || *end != '-' || a < 0)
+		return 0;
+	h = end + 1;
+	if (!*h) {
+		b = size - 1;
+	} else {
+		b = strtoll(h, &end, 10);
+		if (*end || b < a)
+			return 0;
+		if (b >= size)
+			b = size - 1;
+	}
+	if (a >= size)
+		return -1;
+	*from = a;
+	*to = b;
+	return 1;
+}
+
+static int etag_matches(const char *inm, const char *sha)
+{
+	return inm && (strcmp(inm, "*") == 0 || strstr(inm, sha));
+}
+
+static int stream(struct worker *w, struct req *r, const char *sha,
+		  const struct send_opts *o)
+{
+	char path[PATH_MAX];
+	long long from = 0, to, left;
+	struct stat st;
+	char *chunk;
+	int fd, rc, status = 200;
+	ssize_t n;
+
+	blob_path(w->conf->data_dir, sha, path, sizeof(path));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	if (fstat(fd, &st) < 0) {
+		rc = errno;
+		close(fd);
+		return rc;
+	}
+	to = st.st_size - 1;
+	req_header(r, "Accept-Ranges", "bytes");
+	if (etag_matches(req_env(r, "HTTP_IF_NONE_MATCH"), sha)) {
+		close(fd);
+		return req_start(r, 304) ? EPIPE : 0;
+	}
+	rc = parse_range(req_env(r, "HTTP_RANGE"), st.st_size, &from, &to);
+	if (rc < 0) {
+		close(fd);
+		req_header(r, "Content-Range", "bytes */%lld",
+			   (long long)st.st_size);
+		req_reply(r, 416, "text/plain", "range not satisfiable\n", 22);
+		return 0;
+	}
+	if (rc > 0) {
+		status = 206;
+		req_header(r, "Content-Range", "bytes %lld-%lld/%lld", from,
+			   to, (long long)st.st_size);
+	}
+	left = st.st_size ? to - from + 1 : 0;
+	req_header(r, "Content-Length", "%lld", left);
+	chunk = malloc(CHUNK);
+	rc = chunk ? req_start(r, status) : ENOMEM;
+	while (!rc && !r->head && left > 0) {
+		n = pread(fd, chunk, left < CHUNK ? (size_t)left : CHUNK, from);
+		if (n <= 0) {
+			log_error(n < 0 ? errno : 0, path, "short read");
+			req_abort(r);
+			break;
+		}
+		rc = req_write(r, chunk, (size_t)n);
+		from += n;
+		left -= n;
+	}
+	free(chunk);
+	close(fd);
+	return 0;
+}
+
+int send_blob(struct worker *w, struct req *r, const char *sha256,
+	      const struct send_opts *o)
+{
+	const struct conf *c = w->conf;
+	char rel[128];
+	int rc;
+
+	rc = blob_relpath(sha256, rel, sizeof(rel));
+	if (rc)
+		return rc;
+	if (o->content_type)
+		req_header(r, "Content-Type", "%s", o->content_type);
+	if (o->cache_control)
+		req_header(r, "Cache-Control", "%s", o->cache_control);
+	if (o->vary_accept)
+		req_header(r, "Vary", "Accept");
+	req_header(r, "ETag", "\"%s\"", sha256);
+	switch (c->sendfile) {
+	case CONF_SENDFILE_ACCEL:
+		req_header(r, "X-Accel-Redirect", "%s%s", c->sendfile_prefix,
+			   rel);
+		return req_start(r, 200) ? EPIPE : 0;
+	case CONF_SENDFILE_XSENDFILE:
+		req_header(r, "X-Sendfile", "%s/%s", c->data_dir, rel);
+		return req_start(r, 200) ? EPIPE : 0;
+	case CONF_SENDFILE_STREAM:
+	default:
+		return stream(w, r, sha256, o);
+	}
+}

@@ -1,0 +1,193 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/names.h"
+#include "common/sha256.h"
+#include "storage/blob.h"
+
+int blob_relpath(const char *sha256, char *out, size_t outlen)
+{
+	if (!names_is_sha256(sha256))
+		return EINVAL;
+	if ((size_t)snprintf(out, outlen, "blobs/sha256/%.2s/%.2s/%s", sha256,
+			     sha256 + 2, sha256) >= outlen)
+		return ENAMETOOLONG;
+	return 0;
+}
+
+int blob_path(const char *data_dir, const char *sha256, char *out,
+	      size_t outlen)
+{
+	char rel[128];
+	int err = blob_relpath(sha256, rel, sizeof(rel));
+
+	if (err)
+		return err;
+	if ((size_t)snprintf(out, outlen, "%s/%s", data_dir, rel) >= outlen)
+		return ENAMETOOLONG;
+	return 0;
+}
+
+int blob_exists(const char *data_dir, const char *sha256)
+{
+	char path[PATH_MAX];
+
+	if (blob_path(data_dir, sha256, path, sizeof(path)))
+		return 0;
+	return access(path, F_OK) == 0;
+}
+
+/* mkdir that tolerates an existing directory. */
+static int mkdir_one(const char *path)
+{
+	if (mkdir(path, 0755) == 0 || errno == EEXIST)
+		return 0;
+	return errno;
+}
+
+int blob_init(const char *data_dir)
+{
+	static const char *const dirs[] = {"", "/blobs", "/blobs/sha256",
+					   "/tmp"};
+	char path[PATH_MAX];
+	int err;
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", data_dir, dirs[i]);
+		err = mkdir_one(path);
+		if (err) {
+			log_error(err, path, "mkdir");
+			return err;
+		}
+	}
+	return 0;
+}
+
+int blob_tmp(const char *data_dir, char *path, size_t pathlen, int *fd)
+{
+	unsigned long long r = 0;
+
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		r ^= (unsigned long long)(size_t)&r;
+	if ((size_t)snprintf(path, pathlen, "%s/tmp/%ld.%016llx.part",
+			     data_dir, (long)getpid(), r) >= pathlen)
+		return ENAMETOOLONG;
+	*fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (*fd < 0) {
+		log_error(errno, path, "create temp file");
+		return errno;
+	}
+	return 0;
+}
+
+/* fsyncs the directory holding path. */
+static int sync_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	char *slash;
+	int fd, err = 0;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return 0;
+	*slash = '\0';
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	if (fsync(fd) < 0)
+		err = errno;
+	close(fd);
+	return err;
+}
+
+int blob_commit(const char *data_dir, const char *tmp, int fd,
+		const char *sha256)
+{
+	char path[PATH_MAX];
+	char *p;
+	int err;
+
+	err = blob_path(data_dir, sha256, path, sizeof(path));
+	if (err)
+		return err;
+	if (fsync(fd) < 0) {
+		err = errno;
+		log_error(err, tmp, "fsync");
+		return err;
+	}
+	/* blobs/sha256/ab and blobs/sha256/ab/cd */
+	for (int depth = 0; depth < 2; depth++) {
+		p = path + strlen(data_dir) + strlen("/blobs/sha256/") +
+		    (depth ? 5 : 2);
+		*p = '\0';
+		err = mkdir_one(path);
+		*p = '/';
+		if (err) {
+			log_error(err, path, "mkdir");
+			return err;
+		}
+	}
+	if (access(path, F_OK) == 0) {
+		unlink(tmp);
+		return 0;
+	}
+	if (rename(tmp, path) < 0) {
+		err = errno;
+		log_error(err, path, "rename %s", tmp);
+		return err;
+	}
+	err = sync_dir(path);
+	if (err)
+		log_warn(err, path, "fsync directory");
+	return 0;
+}
+
+int blob_put(const char *data_dir, const void *p, size_t n, char sha256[65])
+{
+	char tmp[PATH_MAX];
+	const char *c = p;
+	size_t left = n;
+	ssize_t w;
+	int fd, err;
+
+	err = sha256_hex(p, n, sha256);
+	if (err)
+		return err;
+	if (blob_exists(data_dir, sha256))
+		return 0;
+	err = blob_tmp(data_dir, tmp, sizeof(tmp), &fd);
+	if (err)
+		return err;
+	while (left) {
+		w = write(fd, c, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			err = errno;
+			log_error(err, tmp, "write");
+			goto fail;
+		}
+		c += w;
+		left -= (size_t)w;
+	}
+	err = blob_commit(data_dir, tmp, fd, sha256);
+	if (err)
+		goto fail;
+	close(fd);
+	return 0;
+fail:
+	unlink(tmp);
+	close(fd);
+	return err;
+}

@@ -1,0 +1,44 @@
+/* blob: the content-addressed store, DATA/blobs/sha256/ab/cd/<hex>.
+ *
+ * A blob is written to a temp file under DATA/tmp (same filesystem),
+ * fsynced, renamed into place and its directory fsynced; readers never
+ * lock and never see half a file. A blob's name is its sha256.
+ */
+#ifndef LARDER_BLOB_H
+#define LARDER_BLOB_H
+
+#include <stddef.h>
+
+/* Writes "blobs/sha256/ab/cd/<hex>" (relative to the data directory) to
+ * out. Returns 0, EINVAL for a bad hash, or ENAMETOOLONG. */
+int blob_relpath(const char *sha256, char *out, size_t outlen);
+
+/* Writes the absolute path of a blob to out. Same returns. */
+int blob_path(const char *data_dir, const char *sha256, char *out,
+	      size_t outlen);
+
+/* Returns 1 when the blob is in the store, else 0. */
+int blob_exists(const char *data_dir, const char *sha256);
+
+/* Creates the data directory's layout (blobs/, tmp/) if missing. Returns 0
+ * or an errno. */
+int blob_init(const char *data_dir);
+
+/* Creates a new empty temp file DATA/tmp/<pid>.<random>.part with O_EXCL,
+ * opened read-write and close-on-exec. Returns 0 or an errno; on success
+ * *fd is the caller's and the path is in path. */
+int blob_tmp(const char *data_dir, char *path, size_t pathlen, int *fd);
+
+/* Publishes the temp file (fd open on path, fully written) as the blob
+ * sha256: fsync, rename into place, fsync the directory. If the blob is
+ * already there the temp file is removed instead. fd stays the caller's.
+ * Returns 0 or an errno; on error the temp file is left for the caller to
+ * unlink. */
+int blob_commit(const char *data_dir, const char *tmp, int fd,
+		const char *sha256);
+
+/* Stores bytes as a blob; its hash goes to sha256. Returns 0 or an errno;
+ * nothing is left behind on error. */
+int blob_put(const char *data_dir, const void *p, size_t n, char sha256[65]);
+
+#endif

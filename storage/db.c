@@ -1,0 +1,381 @@
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "common/log.h"
+#include "storage/db.h"
+
+static const char schema[] =
+	"PRAGMA journal_mode=WAL;"
+	"PRAGMA synchronous=NORMAL;"
+	"CREATE TABLE IF NOT EXISTS pages ("
+	"  idx TEXT NOT NULL, project TEXT NOT NULL, status INTEGER NOT NULL,"
+	"  etag TEXT NOT NULL, last_modified TEXT NOT NULL,"
+	"  fetched_at INTEGER NOT NULL, ttl INTEGER NOT NULL,"
+	"  json_sha TEXT NOT NULL, html_sha TEXT NOT NULL,"
+	"  PRIMARY KEY (idx, project));"
+	"CREATE TABLE IF NOT EXISTS files ("
+	"  idx TEXT NOT NULL, sha256 TEXT NOT NULL, filename TEXT NOT NULL,"
+	"  url TEXT NOT NULL, size INTEGER NOT NULL, has_meta INTEGER NOT NULL,"
+	"  meta_sha TEXT NOT NULL,"
+	"  PRIMARY KEY (idx, sha256, filename));"
+	"CREATE INDEX IF NOT EXISTS files_sha ON files (sha256);"
+	"CREATE TABLE IF NOT EXISTS flights ("
+	"  key TEXT PRIMARY KEY, tmp TEXT NOT NULL, pid INTEGER NOT NULL,"
+	"  started INTEGER NOT NULL, size INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS outcomes ("
+	"  key TEXT PRIMARY KEY, sha256 TEXT NOT NULL, reason TEXT NOT NULL);";
+
+enum stmt {
+	S_PAGE_GET,
+	S_PAGE_PUT,
+	S_PAGE_TOUCH,
+	S_FILE_PUT,
+	S_FILE_GET,
+	S_FILE_SET_META,
+	S_FLIGHT_INSERT,
+	S_FLIGHT_GET,
+	S_FLIGHT_DELETE,
+	S_FLIGHT_SET,
+	S_OUTCOME_PUT,
+	S_OUTCOME_GET,
+	S_BEGIN,
+	S_COMMIT,
+	S_ROLLBACK,
+	S_COUNT
+};
+
+static const char *const sql[S_COUNT] = {
+	[S_PAGE_GET] = "SELECT status, etag, last_modified, fetched_at, ttl,"
+		       " json_sha, html_sha FROM pages"
+		       " WHERE idx = ?1 AND project = ?2",
+	[S_PAGE_PUT] = "INSERT OR REPLACE INTO pages VALUES"
+		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	[S_PAGE_TOUCH] = "UPDATE pages SET fetched_at = ?3, ttl = ?4"
+			 " WHERE idx = ?1 AND project = ?2",
+	[S_FILE_PUT] = "INSERT OR REPLACE INTO files VALUES"
+		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[S_FILE_GET] = "SELECT url, size, has_meta, meta_sha FROM files"
+		       " WHERE idx = ?1 AND sha256 = ?2 AND filename = ?3",
+	[S_FILE_SET_META] = "UPDATE files SET meta_sha = ?2"
+			    " WHERE sha256 = ?1 AND meta_sha = ''",
+	[S_FLIGHT_INSERT] = "INSERT OR IGNORE INTO flights VALUES"
+			    " (?1, ?2, ?3, ?4, ?5)",
+	[S_FLIGHT_GET] = "SELECT tmp, pid, started, size FROM flights"
+			 " WHERE key = ?1",
+	[S_FLIGHT_DELETE] = "DELETE FROM flights WHERE key = ?1 AND tmp = ?2",
+	[S_FLIGHT_SET] = "UPDATE flights SET pid = ?3, size = ?4"
+			 " WHERE key = ?1 AND tmp = ?2",
+	[S_OUTCOME_PUT] = "INSERT OR REPLACE INTO outcomes VALUES (?1, ?2, ?3)",
+	[S_OUTCOME_GET] = "SELECT sha256, reason FROM outcomes WHERE key = ?1",
+	[S_BEGIN] = "BEGIN IMMEDIATE",
+	[S_COMMIT] = "COMMIT",
+	[S_ROLLBACK] = "ROLLBACK",
+};
+
+struct db {
+	sqlite3 *conn;
+	sqlite3_stmt *st[S_COUNT];
+	char path[PATH_MAX];
+};
+
+static int fail(struct db *db, const char *what)
+{
+	log_error(0, db->path, "%s: %s", what, sqlite3_errmsg(db->conn));
+	return EIO;
+}
+
+int db_open(const char *data_dir, struct db **out)
+{
+	struct db *db;
+	char *msg = NULL;
+	int err = EIO;
+
+	*out = NULL;
+	db = calloc(1, sizeof(*db));
+	if (!db)
+		return ENOMEM;
+	if (snprintf(db->path, sizeof(db->path), "%s/larder.db", data_dir) >=
+	    (int)sizeof(db->path)) {
+		err = ENAMETOOLONG;
+		goto fail;
+	}
+	if (sqlite3_open_v2(db->path, &db->conn,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+				    SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
+		fail(db, "open");
+		goto fail;
+	}
+	/* Writers queue behind each other; a client never sees "locked". */
+	sqlite3_busy_timeout(db->conn, 30000);
+	if (sqlite3_exec(db->conn, schema, NULL, NULL, &msg) != SQLITE_OK) {
+		log_error(0, db->path, "schema: %s", msg ? msg : "?");
+		sqlite3_free(msg);
+		goto fail;
+	}
+	for (int i = 0; i < S_COUNT; i++) {
+		if (sqlite3_prepare_v3(db->conn, sql[i], -1,
+				       SQLITE_PREPARE_PERSISTENT, &db->st[i],
+				       NULL) != SQLITE_OK) {
+			fail(db, sql[i]);
+			goto fail;
+		}
+	}
+	*out = db;
+	return 0;
+fail:
+	db_close(db);
+	return err;
+}
+
+void db_close(struct db *db)
+{
+	if (!db)
+		return;
+	for (int i = 0; i < S_COUNT; i++)
+		sqlite3_finalize(db->st[i]);
+	sqlite3_close(db->conn);
+	free(db);
+}
+
+/* Resets a statement for its next use and returns it. */
+static sqlite3_stmt *stmt(struct db *db, enum stmt s)
+{
+	sqlite3_reset(db->st[s]);
+	sqlite3_clear_bindings(db->st[s]);
+	return db->st[s];
+}
+
+static void text(sqlite3_stmt *st, int col, char *out, size_t len)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+
+	snprintf(out, len, "%s", t ? (const char *)t : "");
+}
+
+/* Runs a statement that returns no rows. */
+static int run(struct db *db, sqlite3_stmt *st, const char *what)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return fail(db, what);
+	return 0;
+}
+
+/* Steps a query expected to return at most one row. */
+static int row(struct db *db, sqlite3_stmt *st, const char *what)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc == SQLITE_ROW)
+		return 0;
+	sqlite3_reset(st);
+	if (rc == SQLITE_DONE)
+		return ENOENT;
+	return fail(db, what);
+}
+
+#define BIND_TEXT(st, i, s) sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC)
+
+int db_page_get(struct db *db, const char *index, const char *project,
+		struct db_page *p)
+{
+	sqlite3_stmt *st = stmt(db, S_PAGE_GET);
+	int err;
+
+	BIND_TEXT(st, 1, index);
+	BIND_TEXT(st, 2, project);
+	err = row(db, st, "page get");
+	if (err)
+		return err;
+	p->status = sqlite3_column_int(st, 0);
+	text(st, 1, p->etag, sizeof(p->etag));
+	text(st, 2, p->last_modified, sizeof(p->last_modified));
+	p->fetched_at = sqlite3_column_int64(st, 3);
+	p->ttl = (long)sqlite3_column_int64(st, 4);
+	text(st, 5, p->json_sha, sizeof(p->json_sha));
+	text(st, 6, p->html_sha, sizeof(p->html_sha));
+	sqlite3_reset(st);
+	return 0;
+}
+
+int db_page_put(struct db *db, const char *index, const char *project,
+		const struct db_page *p)
+{
+	sqlite3_stmt *st = stmt(db, S_PAGE_PUT);
+
+	BIND_TEXT(st, 1, index);
+	BIND_TEXT(st, 2, project);
+	sqlite3_bind_int(st, 3, p->status);
+	BIND_TEXT(st, 4, p->etag);
+	BIND_TEXT(st, 5, p->last_modified);
+	sqlite3_bind_int64(st, 6, p->fetched_at);
+	sqlite3_bind_int64(st, 7, p->ttl);
+	BIND_TEXT(st, 8, p->json_sha);
+	BIND_TEXT(st, 9, p->html_sha);
+	return run(db, st, "page put");
+}
+
+int db_page_touch(struct db *db, const char *index, const char *project,
+		  long long fetched_at, long ttl)
+{
+	sqlite3_stmt *st = stmt(db, S_PAGE_TOUCH);
+
+	BIND_TEXT(st, 1, index);
+	BIND_TEXT(st, 2, project);
+	sqlite3_bind_int64(st, 3, fetched_at);
+	sqlite3_bind_int64(st, 4, ttl);
+	return run(db, st, "page touch");
+}
+
+int db_begin(struct db *db)
+{
+	return run(db, stmt(db, S_BEGIN), "begin");
+}
+
+int db_commit(struct db *db)
+{
+	return run(db, stmt(db, S_COMMIT), "commit");
+}
+
+void db_rollback(struct db *db)
+{
+	if (!sqlite3_get_autocommit(db->conn))
+		run(db, stmt(db, S_ROLLBACK), "rollback");
+}
+
+int db_file_put(struct db *db, const char *index, const char *sha256,
+		const char *filename, const char *url, long long size,
+		int has_meta, const char *meta_sha)
+{
+	sqlite3_stmt *st = stmt(db, S_FILE_PUT);
+
+	BIND_TEXT(st, 1, index);
+	BIND_TEXT(st, 2, sha256);
+	BIND_TEXT(st, 3, filename);
+	BIND_TEXT(st, 4, url);
+	sqlite3_bind_int64(st, 5, size);
+	sqlite3_bind_int(st, 6, has_meta);
+	BIND_TEXT(st, 7, meta_sha ? meta_sha : "");
+	return run(db, st, "file put");
+}
+
+int db_file_get(struct db *db, const char *index, const char *sha256,
+		const char *filename, struct db_file *f)
+{
+	sqlite3_stmt *st = stmt(db, S_FILE_GET);
+	int err;
+
+	BIND_TEXT(st, 1, index);
+	BIND_TEXT(st, 2, sha256);
+	BIND_TEXT(st, 3, filename);
+	err = row(db, st, "file get");
+	if (err)
+		return err;
+	text(st, 0, f->url, sizeof(f->url));
+	f->size = sqlite3_column_int64(st, 1);
+	f->has_meta = sqlite3_column_int(st, 2);
+	text(st, 3, f->meta_sha, sizeof(f->meta_sha));
+	sqlite3_reset(st);
+	return 0;
+}
+
+int db_file_set_meta(struct db *db, const char *sha256, const char *meta_sha)
+{
+	sqlite3_stmt *st = stmt(db, S_FILE_SET_META);
+
+	BIND_TEXT(st, 1, sha256);
+	BIND_TEXT(st, 2, meta_sha);
+	return run(db, st, "file set meta");
+}
+
+int db_flight_insert(struct db *db, const char *key, const char *tmp,
+		     long pid, long long started, long long size)
+{
+	sqlite3_stmt *st = stmt(db, S_FLIGHT_INSERT);
+	int err;
+
+	BIND_TEXT(st, 1, key);
+	BIND_TEXT(st, 2, tmp);
+	sqlite3_bind_int64(st, 3, pid);
+	sqlite3_bind_int64(st, 4, started);
+	sqlite3_bind_int64(st, 5, size);
+	err = run(db, st, "flight insert");
+	if (err)
+		return err;
+	return sqlite3_changes(db->conn) == 1 ? 0 : EEXIST;
+}
+
+int db_flight_get(struct db *db, const char *key, struct db_flight *f)
+{
+	sqlite3_stmt *st = stmt(db, S_FLIGHT_GET);
+	int err;
+
+	BIND_TEXT(st, 1, key);
+	err = row(db, st, "flight get");
+	if (err)
+		return err;
+	text(st, 0, f->tmp, sizeof(f->tmp));
+	f->pid = (long)sqlite3_column_int64(st, 1);
+	f->started = sqlite3_column_int64(st, 2);
+	f->size = sqlite3_column_int64(st, 3);
+	sqlite3_reset(st);
+	return 0;
+}
+
+int db_flight_delete(struct db *db, const char *key, const char *tmp)
+{
+	sqlite3_stmt *st = stmt(db, S_FLIGHT_DELETE);
+
+	BIND_TEXT(st, 1, key);
+	BIND_TEXT(st, 2, tmp);
+	return run(db, st, "flight delete");
+}
+
+int db_flight_set(struct db *db, const char *key, const char *tmp, long pid,
+		  long long size)
+{
+	sqlite3_stmt *st = stmt(db, S_FLIGHT_SET);
+
+	BIND_TEXT(st, 1, key);
+	BIND_TEXT(st, 2, tmp);
+	sqlite3_bind_int64(st, 3, pid);
+	sqlite3_bind_int64(st, 4, size);
+	return run(db, st, "flight set");
+}
+
+int db_outcome_put(struct db *db, const char *key, const char *sha256,
+		   const char *reason)
+{
+	sqlite3_stmt *st = stmt(db, S_OUTCOME_PUT);
+
+	BIND_TEXT(st, 1, key);
+	BIND_TEXT(st, 2, sha256 ? sha256 : "");
+	BIND_TEXT(st, 3, reason ? reason : "");
+	return run(db, st, "outcome put");
+}
+
+int db_outcome_get(struct db *db, const char *key, char sha256[65],
+		   char *reason, size_t len)
+{
+	sqlite3_stmt *st = stmt(db, S_OUTCOME_GET);
+	int err;
+
+	BIND_TEXT(st, 1, key);
+	err = row(db, st, "outcome get");
+	if (err)
+		return err;
+	text(st, 0, sha256, 65);
+	text(st, 1, reason, len);
+	sqlite3_reset(st);
+	return 0;
+}

@@ -1,0 +1,109 @@
+/* db: the one SQLite database in the data directory (DATA/larder.db).
+ *
+ * Opened after fork, one connection per process, WAL, a busy timeout, short
+ * transactions, statements prepared once for the life of the process.
+ * Tables:
+ *   pages    freshness and the transformed renderings of each cached page
+ *   files    every (index, sha256, filename) an upstream page listed, with
+ *            the upstream URL it may be fetched from
+ *   flights  single-flight claims: who is fetching a key, into which file
+ *   outcomes how the last fetch of a key ended: the blob it committed, or
+ *            why it failed, for the requesters that followed it
+ */
+#ifndef LARDER_DB_H
+#define LARDER_DB_H
+
+#include <stddef.h>
+
+struct db;
+
+struct db_page {
+	int status;               /* 200, or 404 for a remembered miss */
+	char etag[256];           /* upstream's, "" when none */
+	char last_modified[64];   /* upstream's, "" when none */
+	long long fetched_at;     /* unix seconds of the last fetch or 304 */
+	long ttl;                 /* seconds fresh after fetched_at */
+	char json_sha[65];        /* blob of the JSON rendering */
+	char html_sha[65];        /* blob of the HTML rendering */
+};
+
+struct db_file {
+	char url[2048];           /* upstream URL */
+	long long size;           /* -1 unknown */
+	int has_meta;             /* a .metadata sibling was advertised */
+	char meta_sha[65];        /* its sha256, "" when not given */
+};
+
+struct db_flight {
+	char tmp[4096];           /* the temp file being filled */
+	long pid;                 /* the fetcher */
+	long long started;        /* unix seconds */
+	long long size;           /* expected size, -1 until known */
+};
+
+/* Opens (creating if needed) DATA/larder.db and prepares every statement.
+ * Returns 0 or an errno (EIO for SQLite errors, logged); *out is the
+ * caller's to db_close(). */
+int db_open(const char *data_dir, struct db **out);
+
+/* Finalises the statements and closes the connection. NULL is fine. */
+void db_close(struct db *db);
+
+/* Reads the page row of (index, project); project "" is the project list.
+ * Returns 0, ENOENT, or EIO. */
+int db_page_get(struct db *db, const char *index, const char *project,
+		struct db_page *p);
+
+/* Writes the page row. Returns 0 or EIO. */
+int db_page_put(struct db *db, const char *index, const char *project,
+		const struct db_page *p);
+
+/* Renews a page after a 304: fetched_at and ttl. Returns 0 or EIO. */
+int db_page_touch(struct db *db, const char *index, const char *project,
+		  long long fetched_at, long ttl);
+
+/* Starts and ends a write transaction (BEGIN IMMEDIATE). Return 0 or EIO;
+ * db_rollback never fails. */
+int db_begin(struct db *db);
+int db_commit(struct db *db);
+void db_rollback(struct db *db);
+
+/* Records that index listed (sha256, filename) at url. Call inside
+ * db_begin()/db_commit() when adding many. Returns 0 or EIO. */
+int db_file_put(struct db *db, const char *index, const char *sha256,
+		const char *filename, const char *url, long long size,
+		int has_meta, const char *meta_sha);
+
+/* Looks up a listed file. Returns 0, ENOENT, or EIO. */
+int db_file_get(struct db *db, const char *index, const char *sha256,
+		const char *filename, struct db_file *f);
+
+/* Sets the metadata hash of every row for the file sha256 where it was
+ * unknown (the sibling was advertised without one). Returns 0 or EIO. */
+int db_file_set_meta(struct db *db, const char *sha256, const char *meta_sha);
+
+/* Inserts the claim on key. Returns 0, EEXIST when a claim stands, or EIO. */
+int db_flight_insert(struct db *db, const char *key, const char *tmp,
+		     long pid, long long started, long long size);
+
+/* Reads the claim on key. Returns 0, ENOENT, or EIO. */
+int db_flight_get(struct db *db, const char *key, struct db_flight *f);
+
+/* Deletes the claim on key if it still names tmp. Returns 0 or EIO. */
+int db_flight_delete(struct db *db, const char *key, const char *tmp);
+
+/* Records the expected size on the claim naming tmp. Returns 0 or EIO. */
+int db_flight_set(struct db *db, const char *key, const char *tmp,
+		  long pid, long long size);
+
+/* Records how the last fetch of key ended: sha256 of the committed blob
+ * (success) or "" and a one-line reason (failure). Returns 0 or EIO. */
+int db_outcome_put(struct db *db, const char *key, const char *sha256,
+		   const char *reason);
+
+/* Reads the last outcome of key into sha256 (65 bytes, "" on failure) and
+ * reason. Returns 0, ENOENT, or EIO. */
+int db_outcome_get(struct db *db, const char *key, char sha256[65],
+		   char *reason, size_t len);
+
+#endif

@@ -1,0 +1,129 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "storage/blob.h"
+#include "storage/flight.h"
+
+int flight_locked(const char *tmp)
+{
+	int fd = open(tmp, O_RDONLY | O_CLOEXEC);
+	int locked = 0;
+
+	if (fd < 0)
+		return 0;
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0)
+		locked = errno == EWOULDBLOCK;
+	/* a LOCK_SH we got is released by close(); flock locks belong to
+	 * this descriptor only, so the owner's lock is never touched */
+	close(fd);
+	return locked;
+}
+
+int flight_pending(struct db *db, struct flight *f)
+{
+	struct db_flight row;
+
+	if (db_flight_get(db, f->key, &row))
+		return 0;
+	if (strcmp(row.tmp, f->tmp) != 0)
+		return 0;
+	f->size = row.size;
+	return 1;
+}
+
+int flight_reap(struct db *db, const char *key, const char *tmp)
+{
+	struct db_flight row;
+	int err;
+
+	err = db_begin(db);
+	if (err)
+		return err;
+	/* Re-check inside the transaction: the row must still name tmp and
+	 * tmp must still be unlocked, or someone got there first. */
+	if (db_flight_get(db, key, &row) == 0 && strcmp(row.tmp, tmp) == 0 &&
+	    !flight_locked(tmp)) {
+		log_warn(0, key, "taking over from dead fetcher %ld (%s)",
+			 row.pid, tmp);
+		err = db_flight_delete(db, key, tmp);
+		if (!err)
+			unlink(tmp);
+	}
+	if (err) {
+		db_rollback(db);
+		return err;
+	}
+	return db_commit(db);
+}
+
+int flight_claim(struct db *db, const char *data_dir, const char *key,
+		 long long expect_size, int *owner, struct flight *f)
+{
+	struct db_flight row;
+	int err;
+
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+	f->size = expect_size;
+	snprintf(f->key, sizeof(f->key), "%s", key);
+	*owner = 0;
+	for (int tries = 0; tries < 5; tries++) {
+		err = db_flight_get(db, key, &row);
+		if (err == 0) {
+			if (flight_locked(row.tmp)) {
+				snprintf(f->tmp, sizeof(f->tmp), "%s",
+					 row.tmp);
+				f->size = row.size;
+				return 0;
+			}
+			err = flight_reap(db, key, row.tmp);
+			if (err)
+				return err;
+			continue;
+		}
+		if (err != ENOENT)
+			return err;
+		/* The file exists and is locked before the row names it. */
+		err = blob_tmp(data_dir, f->tmp, sizeof(f->tmp), &f->fd);
+		if (err)
+			return err;
+		if (flock(f->fd, LOCK_EX | LOCK_NB) < 0) {
+			err = errno;
+			goto drop;
+		}
+		err = db_flight_insert(db, key, f->tmp, (long)getpid(),
+				       (long long)time(NULL), expect_size);
+		if (err == 0) {
+			*owner = 1;
+			return 0;
+		}
+drop:
+		unlink(f->tmp);
+		close(f->fd);
+		f->fd = -1;
+		f->tmp[0] = '\0';
+		if (err != EEXIST)
+			return err;
+	}
+	log_error(0, key, "could not claim or follow the fetch");
+	return EAGAIN;
+}
+
+int flight_done(struct db *db, struct flight *f)
+{
+	return db_flight_delete(db, f->key, f->tmp);
+}
+
+int flight_update(struct db *db, struct flight *f, long pid, long long size)
+{
+	f->size = size;
+	return db_flight_set(db, f->key, f->tmp, pid, size);
+}

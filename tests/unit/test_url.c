@@ -1,0 +1,210 @@
+#include "config.h"
+
+#include <errno.h>
+
+#include "common/url.h"
+#include "tests/unit/t.h"
+
+#define BASE "http://a/b/c/d;p?q"
+
+/* Resolves ref against base; returns the URL, or "ERR <errno>". */
+static const char *resolve(const char *base, const char *ref)
+{
+	static char out[512];
+	struct buf b;
+	int err;
+
+	buf_init(&b, 4096);
+	err = url_resolve(base, ref, &b, NULL);
+	if (err)
+		snprintf(out, sizeof(out), "ERR %d", err);
+	else
+		snprintf(out, sizeof(out), "%s", buf_str(&b));
+	buf_free(&b);
+	return out;
+}
+
+/* RFC 3986 section 5.4.1. */
+T(rfc3986_normal)
+{
+	CHECK_STR(resolve(BASE, "g"), "http://a/b/c/g");
+	CHECK_STR(resolve(BASE, "./g"), "http://a/b/c/g");
+	CHECK_STR(resolve(BASE, "g/"), "http://a/b/c/g/");
+	CHECK_STR(resolve(BASE, "/g"), "http://a/g");
+	CHECK_STR(resolve(BASE, "//g"), "http://g");
+	CHECK_STR(resolve(BASE, "?y"), "http://a/b/c/d;p?y");
+	CHECK_STR(resolve(BASE, "g?y"), "http://a/b/c/g?y");
+	CHECK_STR(resolve(BASE, "#s"), "http://a/b/c/d;p?q");
+	CHECK_STR(resolve(BASE, "g#s"), "http://a/b/c/g");
+	CHECK_STR(resolve(BASE, "g?y#s"), "http://a/b/c/g?y");
+	CHECK_STR(resolve(BASE, ";x"), "http://a/b/c/;x");
+	CHECK_STR(resolve(BASE, "g;x"), "http://a/b/c/g;x");
+	CHECK_STR(resolve(BASE, ""), "http://a/b/c/d;p?q");
+	CHECK_STR(resolve(BASE, "."), "http://a/b/c/");
+	CHECK_STR(resolve(BASE, "./"), "http://a/b/c/");
+	CHECK_STR(resolve(BASE, ".."), "http://a/b/");
+	CHECK_STR(resolve(BASE, "../"), "http://a/b/");
+	CHECK_STR(resolve(BASE, "../g"), "http://a/b/g");
+	CHECK_STR(resolve(BASE, "../.."), "http://a/");
+	CHECK_STR(resolve(BASE, "../../"), "http://a/");
+	CHECK_STR(resolve(BASE, "../../g"), "http://a/g");
+}
+
+/* RFC 3986 section 5.4.2. */
+T(rfc3986_abnormal)
+{
+	CHECK_STR(resolve(BASE, "../../../g"), "http://a/g");
+	CHECK_STR(resolve(BASE, "../../../../g"), "http://a/g");
+	CHECK_STR(resolve(BASE, "/./g"), "http://a/g");
+	CHECK_STR(resolve(BASE, "/../g"), "http://a/g");
+	CHECK_STR(resolve(BASE, "g."), "http://a/b/c/g.");
+	CHECK_STR(resolve(BASE, ".g"), "http://a/b/c/.g");
+	CHECK_STR(resolve(BASE, "g.."), "http://a/b/c/g..");
+	CHECK_STR(resolve(BASE, "..g"), "http://a/b/c/..g");
+	CHECK_STR(resolve(BASE, "./../g"), "http://a/b/g");
+	CHECK_STR(resolve(BASE, "./g/."), "http://a/b/c/g/");
+	CHECK_STR(resolve(BASE, "g/./h"), "http://a/b/c/g/h");
+	CHECK_STR(resolve(BASE, "g/../h"), "http://a/b/c/h");
+	CHECK_STR(resolve(BASE, "g;x=1/./y"), "http://a/b/c/g;x=1/y");
+	CHECK_STR(resolve(BASE, "g;x=1/../y"), "http://a/b/c/y");
+	CHECK_STR(resolve(BASE, "g?y/./x"), "http://a/b/c/g?y/./x");
+	CHECK_STR(resolve(BASE, "g?y/../x"), "http://a/b/c/g?y/../x");
+	/* "g:h" and "http:g" need a scheme larder refuses or an authority */
+	CHECK_STR(resolve(BASE, "g:h"), "ERR 22");
+	CHECK_STR(resolve(BASE, "http:g"), "ERR 22");
+}
+
+T(pypi_like)
+{
+	const char *page = "https://pypi.org/simple/requests/";
+
+	CHECK_STR(resolve(page, "../../packages/ab/cd/requests-2.0.tar.gz"),
+		  "https://pypi.org/packages/ab/cd/requests-2.0.tar.gz");
+	CHECK_STR(resolve(page, "https://files.pythonhosted.org/packages/x.whl"
+				"#sha256=00"),
+		  "https://files.pythonhosted.org/packages/x.whl");
+	CHECK_STR(resolve(page, "//files.pythonhosted.org/p/x.whl"),
+		  "https://files.pythonhosted.org/p/x.whl");
+	CHECK_STR(resolve("http://h/root/pypi/simple/proj/",
+			  "../../files/abc/x.whl"),
+		  "http://h/root/pypi/files/abc/x.whl");
+	CHECK_STR(resolve("http://h", "x"), "http://h/x");
+	CHECK_STR(resolve("HTTPS://H:8443/s/", "X"), "https://H:8443/s/X");
+	CHECK_STR(resolve(page, "/a/%2e%2E/b"), "https://pypi.org/a/%2e%2E/b");
+}
+
+T(fragment_split)
+{
+	struct buf b, f;
+
+	buf_init(&b, 4096);
+	buf_init(&f, 4096);
+	CHECK_INT(url_resolve("https://h/s/p/", "x.whl#sha256=ab&md5=cd", &b,
+			      &f),
+		  0);
+	CHECK_STR(buf_str(&b), "https://h/s/p/x.whl");
+	CHECK_STR(buf_str(&f), "sha256=ab&md5=cd");
+	buf_reset(&b);
+	buf_reset(&f);
+	CHECK_INT(url_resolve("https://h/s/p/#base", "y", &b, &f), 0);
+	CHECK_STR(buf_str(&b), "https://h/s/p/y");
+	CHECK_INT(f.len, 0);
+	buf_free(&b);
+	buf_free(&f);
+}
+
+T(rejected)
+{
+	const char *page = "https://pypi.org/simple/x/";
+
+	CHECK_STR(resolve(page, "javascript:alert(1)"), "ERR 22");
+	CHECK_STR(resolve(page, "JavaScript:alert(1)"), "ERR 22");
+	CHECK_STR(resolve(page, "file:///etc/passwd"), "ERR 22");
+	CHECK_STR(resolve(page, "data:text/html,hi"), "ERR 22");
+	CHECK_STR(resolve(page, "ftp://h/x"), "ERR 22");
+	CHECK_STR(resolve(page, "a b"), "ERR 22");
+	CHECK_STR(resolve(page, " x"), "ERR 22");
+	CHECK_STR(resolve(page, "x\ty"), "ERR 22");
+	CHECK_STR(resolve(page, "x\ny"), "ERR 22");
+	CHECK_STR(resolve(page, "x\x7f"), "ERR 22");
+	CHECK_STR(resolve(page, "x\xc3\xa9"), "ERR 22");
+	CHECK_STR(resolve(page, "\\\\evil/x"), "ERR 22");
+	CHECK_STR(resolve(page, "x%zz"), "ERR 22");
+	CHECK_STR(resolve(page, "x%4"), "ERR 22");
+	CHECK_STR(resolve(page, "1x:y"), "ERR 22");
+	CHECK_STR(resolve(page, "///x"), "ERR 22");
+	CHECK_STR(resolve(page, "//a@b@c/x"), "ERR 22");
+	CHECK_STR(resolve(page, "//h:99999/x"), "ERR 22");
+	CHECK_STR(resolve(page, "//h:8a/x"), "ERR 22");
+	CHECK_STR(resolve("/relative/base", "x"), "ERR 22");
+	CHECK_STR(resolve("file:///base/", "x"), "ERR 22");
+	CHECK_STR(resolve(page, "//[::1]/x"), "https://[::1]/x");
+}
+
+T(limit)
+{
+	struct buf b;
+
+	buf_init(&b, 10);
+	CHECK_INT(url_resolve("https://h/s/", "a-long-name", &b, NULL), E2BIG);
+	CHECK_INT(b.len, 0);
+	buf_free(&b);
+}
+
+T(host)
+{
+	char h[64];
+
+	CHECK_INT(url_host("https://User:Pw@Files.Example.ORG:8443/x", h,
+			   sizeof(h)),
+		  0);
+	CHECK_STR(h, "files.example.org");
+	CHECK_INT(url_host("http://[::1]:80/", h, sizeof(h)), 0);
+	CHECK_STR(h, "[::1]");
+	CHECK_INT(url_host("http://h", h, sizeof(h)), 0);
+	CHECK_STR(h, "h");
+	CHECK_INT(url_host("ftp://h/", h, sizeof(h)), EINVAL);
+	CHECK_INT(url_host("/x", h, sizeof(h)), EINVAL);
+	CHECK_INT(url_host("http:///x", h, sizeof(h)), EINVAL);
+	CHECK_INT(url_host("http://h%2e/x", h, sizeof(h)), EINVAL);
+	CHECK_INT(url_host("http://averyveryverylonghost/", h, 8),
+		  ENAMETOOLONG);
+}
+
+T(trusted)
+{
+	const char *base = "https://pypi.org/simple/x/";
+	const char *tr = "files.pythonhosted.org  Mirror.Example:8080";
+
+	CHECK_INT(url_host_trusted("https://PyPI.org:443/p/x", base, NULL), 1);
+	CHECK_INT(url_host_trusted("https://evil.org/p/x", base, NULL), 0);
+	CHECK_INT(url_host_trusted("https://files.pythonhosted.org/p", base,
+				   NULL),
+		  0);
+	CHECK_INT(url_host_trusted("https://files.pythonhosted.org/p", base,
+				   tr),
+		  1);
+	CHECK_INT(url_host_trusted("http://mirror.example/p", base, tr), 1);
+	CHECK_INT(url_host_trusted("http://files.pythonhosted.org.evil/p",
+				   base, tr),
+		  0);
+	CHECK_INT(url_host_trusted("http://pythonhosted.org/p", base, tr), 0);
+	CHECK_INT(url_host_trusted("http://files.pythonhosted.org@evil/p",
+				   base, tr),
+		  0);
+	CHECK_INT(url_host_trusted("javascript:alert(1)", base, tr), 0);
+	CHECK_INT(url_host_trusted("https://x/", base, ""), 0);
+}
+
+int main(void)
+{
+	RUN(rfc3986_normal);
+	RUN(rfc3986_abnormal);
+	RUN(pypi_like);
+	RUN(fragment_split);
+	RUN(rejected);
+	RUN(limit);
+	RUN(host);
+	RUN(trusted);
+	return t_done();
+}
