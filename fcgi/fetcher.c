@@ -220,7 +220,12 @@ static int settle(struct worker *w, const struct fetcher_want *want,
 	char reason[1024] = "";
 	int owner, rc, fd;
 
-	if (flight_pending(w->db, f)) {
+	if (*want->expect && blob_exists(w->conf->data_dir, want->expect)) {
+		/* committed; a row left behind means the fetcher died after
+		 * the rename, and is harmless to clear */
+		if (flight_pending(w->db, f))
+			flight_reap(w->db, f->key, f->tmp);
+	} else if (flight_pending(w->db, f)) {
 		/* row stands, lock free: the fetcher died */
 		if (++*restarts > MAX_RESTARTS) {
 			snprintf(err, errlen, "%s: fetcher keeps dying",
@@ -374,7 +379,7 @@ int fetcher_serve(struct worker *w, struct req *r,
 			goto fail;
 		}
 		req_flush(r);
-		if (flight_locked(f.tmp)) {
+		if (flight_locked_fd(t.fd)) {
 			if (time(NULL) - last_progress >
 			    w->conf->fetch_timeout + 30) {
 				snprintf(err, errlen, "%s: fetch stalled",

@@ -44,12 +44,15 @@ void req_free(struct req *r)
 
 const char *req_env(const struct req *r, const char *name)
 {
+	const char *found = NULL;
 	size_t n = strlen(name);
 
+	/* The last one wins, as in every FastCGI application server: nginx
+	 * sends both fastcgi_params' SCRIPT_NAME and a later override. */
 	for (char **e = r->envp; e && *e; e++)
 		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-			return *e + n + 1;
-	return NULL;
+			found = *e + n + 1;
+	return found;
 }
 
 int req_header(struct req *r, const char *name, const char *fmt, ...)

@@ -81,10 +81,6 @@ static int stream(struct worker *w, struct req *r, const char *sha,
 	}
 	to = st.st_size - 1;
 	req_header(r, "Accept-Ranges", "bytes");
-	if (etag_matches(req_env(r, "HTTP_IF_NONE_MATCH"), sha)) {
-		close(fd);
-		return req_start(r, 304) ? EPIPE : 0;
-	}
 	rc = parse_range(req_env(r, "HTTP_RANGE"), st.st_size, &from, &to);
 	if (rc < 0) {
 		close(fd);
@@ -135,6 +131,10 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	if (o->vary_accept)
 		req_header(r, "Vary", "Accept");
 	req_header(r, "ETag", "\"%s\"", sha256);
+	/* Answered here in every mode: the web server only knows its own
+	 * validators for the file, not ours. */
+	if (etag_matches(req_env(r, "HTTP_IF_NONE_MATCH"), sha256))
+		return req_start(r, 304) ? EPIPE : 0;
 	switch (c->sendfile) {
 	case CONF_SENDFILE_ACCEL:
 		req_header(r, "X-Accel-Redirect", "%s%s", c->sendfile_prefix,

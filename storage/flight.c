@@ -27,6 +27,14 @@ int flight_locked(const char *tmp)
 	return locked;
 }
 
+int flight_locked_fd(int fd)
+{
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK;
+	flock(fd, LOCK_UN);
+	return 0;
+}
+
 int flight_pending(struct db *db, struct flight *f)
 {
 	struct db_flight row;

@@ -33,6 +33,10 @@ int flight_claim(struct db *db, const char *data_dir, const char *key,
  * (finished or died), checking with a fresh descriptor. */
 int flight_locked(const char *tmp);
 
+/* Same check on a descriptor the caller holds open on the temp file; it
+ * keeps working after the file was renamed into the store. */
+int flight_locked_fd(int fd);
+
 /* Returns 1 when the flight's row still stands naming f->tmp, else 0; on
  * 1, f->size is refreshed from it. */
 int flight_pending(struct db *db, struct flight *f);
