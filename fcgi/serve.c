@@ -220,6 +220,9 @@ int serve_main(int argc, char **argv)
 		conf_free(&conf);
 		return 1;
 	}
+	/* the first worker up sweeps what a previous run left behind */
+	snprintf(err, sizeof(err), "%s/tmp/.swept", conf.data_dir);
+	unlink(err);
 	fd = serve_listen(listen_addr, err, sizeof(err));
 	if (fd < 0) {
 		fprintf(stderr, "larder serve: %s\n", err);

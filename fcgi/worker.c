@@ -10,6 +10,10 @@
 #include "fcgi/pypi.h"
 #include "fcgi/worker.h"
 #include "storage/blob.h"
+#include "storage/flight.h"
+
+/* How often some worker looks for what dead fetchers left behind. */
+#define SWEEP_INTERVAL 600
 
 static volatile sig_atomic_t stopping;
 static volatile sig_atomic_t accepting;
@@ -35,6 +39,8 @@ int worker_open(struct worker *w, const struct conf *c, int cgi)
 	err = blob_init(c->data_dir);
 	if (!err)
 		err = db_open(c->data_dir, &w->db);
+	if (!err)
+		flight_sweep_due(w->db, c->data_dir, SWEEP_INTERVAL);
 	return err;
 }
 
@@ -148,7 +154,8 @@ int worker_fcgi(const struct conf *c, int listen_fd)
 		answer(&w, &r, err);
 		req_free(&r);
 		FCGX_Finish_r(&fr);
-		served++;
+		if (++served % 256 == 0)
+			flight_sweep_due(w.db, c->data_dir, SWEEP_INTERVAL);
 	}
 	worker_close(&w);
 	return 0;

@@ -42,6 +42,7 @@ enum stmt {
 	S_FLIGHT_INSERT,
 	S_FLIGHT_GET,
 	S_FLIGHT_DELETE,
+	S_FLIGHT_ALL,
 	S_FLIGHT_SET,
 	S_OUTCOME_PUT,
 	S_OUTCOME_GET,
@@ -69,6 +70,7 @@ static const char *const sql[S_COUNT] = {
 			    " (?1, ?2, ?3, ?4, ?5)",
 	[S_FLIGHT_GET] = "SELECT tmp, pid, started, size FROM flights"
 			 " WHERE key = ?1",
+	[S_FLIGHT_ALL] = "SELECT key, tmp FROM flights",
 	[S_FLIGHT_DELETE] = "DELETE FROM flights WHERE key = ?1 AND tmp = ?2",
 	[S_FLIGHT_SET] = "UPDATE flights SET pid = ?3, size = ?4"
 			 " WHERE key = ?1 AND tmp = ?2",
@@ -339,6 +341,47 @@ int db_flight_delete(struct db *db, const char *key, const char *tmp)
 	BIND_TEXT(st, 1, key);
 	BIND_TEXT(st, 2, tmp);
 	return run(db, st, "flight delete");
+}
+
+int db_flight_each(struct db *db,
+		   void (*fn)(const char *key, const char *tmp, void *ctx),
+		   void *ctx)
+{
+	sqlite3_stmt *st = stmt(db, S_FLIGHT_ALL);
+	char **rows = NULL, **grown;
+	size_t n = 0;
+	int rc, err = 0;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(st, 0);
+		const char *t = (const char *)sqlite3_column_text(st, 1);
+
+		grown = realloc(rows, (n + 2) * sizeof(*rows));
+		if (!grown) {
+			err = ENOMEM;
+			break;
+		}
+		rows = grown;
+		rows[n] = strdup(k ? k : "");
+		rows[n + 1] = strdup(t ? t : "");
+		if (!rows[n] || !rows[n + 1]) {
+			n += 2;
+			err = ENOMEM;
+			break;
+		}
+		n += 2;
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = fail(db, "flight list");
+	sqlite3_reset(st);
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		if (!err)
+			fn(rows[i], rows[i + 1], ctx);
+		free(rows[i]);
+		free(rows[i + 1]);
+	}
+	free(rows);
+	return err;
 }
 
 int db_flight_set(struct db *db, const char *key, const char *tmp, long pid,

@@ -92,6 +92,12 @@ int db_flight_get(struct db *db, const char *key, struct db_flight *f);
 /* Deletes the claim on key if it still names tmp. Returns 0 or EIO. */
 int db_flight_delete(struct db *db, const char *key, const char *tmp);
 
+/* Calls fn(key, tmp, ctx) for every claim, after reading them all (fn may
+ * change the table). Returns 0, ENOMEM, or EIO. */
+int db_flight_each(struct db *db,
+		   void (*fn)(const char *key, const char *tmp, void *ctx),
+		   void *ctx);
+
 /* Records the expected size on the claim naming tmp. Returns 0 or EIO. */
 int db_flight_set(struct db *db, const char *key, const char *tmp,
 		  long pid, long long size);

@@ -1,10 +1,12 @@
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -134,4 +136,78 @@ int flight_update(struct db *db, struct flight *f, long pid, long long size)
 {
 	f->size = size;
 	return db_flight_set(db, f->key, f->tmp, pid, size);
+}
+
+static void sweep_claim(const char *key, const char *tmp, void *ctx)
+{
+	struct db *db = ((void **)ctx)[0];
+	int *removed = ((void **)ctx)[1];
+
+	if (!flight_locked(tmp) && flight_reap(db, key, tmp) == 0)
+		(*removed)++;
+}
+
+int flight_sweep(struct db *db, const char *data_dir)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	int removed = 0;
+	void *ctx[2] = {db, &removed};
+	struct dirent *e;
+	struct stat st;
+	time_t now = time(NULL);
+	DIR *d;
+	int fd;
+
+	db_flight_each(db, sweep_claim, ctx);
+	snprintf(dir, sizeof(dir), "%s/tmp", data_dir);
+	d = opendir(dir);
+	if (!d)
+		return removed;
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+
+		if (len < 6 || strcmp(e->d_name + len - 5, ".part") != 0)
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+				     e->d_name) >= sizeof(path))
+			continue;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* a claimant locks its file right after creating it: only
+		 * files old enough and unlocked are orphans */
+		if (fstat(fd, &st) == 0 && now - st.st_mtime > 60 &&
+		    flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			log_warn(0, path, "removing an orphaned temp file");
+			unlink(path);
+			removed++;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return removed;
+}
+
+int flight_sweep_due(struct db *db, const char *data_dir, long interval)
+{
+	char stamp[PATH_MAX];
+	struct stat st;
+	time_t now = time(NULL);
+	int fd, n;
+
+	snprintf(stamp, sizeof(stamp), "%s/tmp/.swept", data_dir);
+	if (stat(stamp, &st) == 0 && now - st.st_mtime < interval)
+		return 0;
+	fd = open(stamp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return 0;
+	/* whoever gets the lock sweeps; the others go on */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return 0;
+	}
+	futimens(fd, NULL);
+	n = flight_sweep(db, data_dir);
+	close(fd);
+	return n;
 }

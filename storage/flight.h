@@ -53,4 +53,13 @@ int flight_update(struct db *db, struct flight *f, long pid, long long size);
  * Returns 0 or an errno. */
 int flight_reap(struct db *db, const char *key, const char *tmp);
 
+/* Cleans up after dead fetchers: claims whose temp file is unlocked, and
+ * unlocked temp files in DATA/tmp older than a minute that no live claim
+ * names. Returns the number of things removed. */
+int flight_sweep(struct db *db, const char *data_dir);
+
+/* Runs flight_sweep() when the last sweep (any process's) is older than
+ * interval seconds. Returns what flight_sweep() did, or 0. */
+int flight_sweep_due(struct db *db, const char *data_dir, long interval);
+
 #endif
