@@ -143,6 +143,14 @@ static const struct key keys[] = {
     {LARDER(fetch_timeout), T_SECONDS, "60",
      .help = "How long a fetch may go without receiving a byte before it "
              "fails."},
+    {LARDER(first_byte_timeout), T_SECONDS, "30",
+     .help = "How long to wait, once connected, for upstream to start "
+             "answering."},
+    {LARDER(fetch_retries), T_COUNT, "2",
+     .help = "How many more times a fetch is tried after a transient "
+             "failure (connection refused or reset, timeout, 5xx, 429), "
+             "with backoff and honouring Retry-After up to 10 seconds. An "
+             "interrupted file download resumes with a Range request."},
     {LARDER(max_page_size), T_SIZE, "64M",
      .help = "The largest upstream page larder accepts; a bigger one is "
              "an error, not an out-of-memory."},

@@ -50,6 +50,8 @@ struct conf {
 	long negative_ttl;      /* seconds an upstream 404 is remembered */
 	long connect_timeout;   /* seconds */
 	long fetch_timeout;     /* seconds without a byte before a fetch fails */
+	long first_byte_timeout; /* seconds to wait for upstream's answer */
+	long fetch_retries;     /* extra tries after a transient failure */
 	long max_page_size;     /* bytes */
 	int trust_forwarded;    /* 0/1 */
 	long max_requests;      /* per worker before it is recycled; 0 = never */

@@ -40,8 +40,7 @@ static void record_size(long long size, void *vctx)
 
 int fetcher_main(const struct conf *c, int argc, char **argv)
 {
-	struct fetch_opts o = {.connect_timeout = c->connect_timeout,
-			       .idle_timeout = c->fetch_timeout};
+	struct fetch_opts o;
 	struct size_ctx sc;
 	struct flight f;
 	struct db *db = NULL;
@@ -50,18 +49,19 @@ int fetcher_main(const struct conf *c, int argc, char **argv)
 	const char *key, *url, *expect;
 	int rc, status = 1;
 
-	if (argc != 6) {
-		log_error(0, "_fetch", "usage: larder _fetch KEY URL EXPECT "
-			  "TMP SIZE (internal)");
+	if (argc != 7) {
+		log_error(0, "_fetch", "usage: larder _fetch KEY INDEX URL "
+			  "EXPECT TMP SIZE (internal)");
 		return 2;
 	}
 	key = argv[1];
-	url = argv[2];
-	expect = strcmp(argv[3], "-") ? argv[3] : "";
+	worker_fetch_opts(c, conf_index_find(c, argv[2]), &o);
+	url = argv[3];
+	expect = strcmp(argv[4], "-") ? argv[4] : "";
 	memset(&f, 0, sizeof(f));
 	snprintf(f.key, sizeof(f.key), "%s", key);
-	snprintf(f.tmp, sizeof(f.tmp), "%s", argv[4]);
-	f.size = strtoll(argv[5], NULL, 10);
+	snprintf(f.tmp, sizeof(f.tmp), "%s", argv[5]);
+	f.size = strtoll(argv[6], NULL, 10);
 	f.fd = FETCH_FD;
 	if (db_open(c->data_dir, &db))
 		goto out;
@@ -148,7 +148,7 @@ static int spawn(struct worker *w, const struct fetcher_want *want,
 		if (w->conf->source)
 			setenv("LARDER_CONFIG", w->conf->source, 1);
 		execl("/proc/self/exe", "larder", "_fetch", want->key,
-		      want->url, *want->expect ? want->expect : "-", f->tmp,
+		      want->index, want->url, *want->expect ? want->expect : "-", f->tmp,
 		      size, (char *)NULL);
 		_exit(127);
 	}

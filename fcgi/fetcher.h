@@ -19,6 +19,7 @@
 
 struct fetcher_want {
 	const char *key;          /* flight key, e.g. "blob:<sha256>" */
+	const char *index;        /* the cache index whose page listed it */
 	const char *url;          /* upstream URL, from a page we cached */
 	const char *expect;       /* sha256 the bytes must have, "" if none */
 	long long size;           /* expected size, -1 unknown */
@@ -34,7 +35,7 @@ int fetcher_serve(struct worker *w, struct req *r,
 		  const struct fetcher_want *want, char sha256[65], char *err,
 		  size_t errlen);
 
-/* `larder _fetch KEY URL EXPECT TMP SIZE`, with the locked temp file on
+/* `larder _fetch KEY INDEX URL EXPECT TMP SIZE`, with the locked temp file on
  * fd 3. Returns an exit status. */
 int fetcher_main(const struct conf *c, int argc, char **argv);
 

@@ -126,13 +126,15 @@ static int refresh(struct worker *w, const struct conf_index *ix,
 		   const char *project, struct db_page *p, int have,
 		   const char **cache, char *err, size_t errlen)
 {
+	struct fetch_opts o;
 	struct fetch_page f;
 	char url[2048];
 	time_t now = time(NULL);
 	int rc;
 
+	worker_fetch_opts(w->conf, conf_index_find(w->conf, ix->name), &o);
 	upstream_url(ix, project, url, sizeof(url));
-	rc = fetch_page(&w->fetch, url, upstream_accept,
+	rc = fetch_page(&o, url, upstream_accept,
 			have && p->status == 200 ? p->etag : NULL,
 			have && p->status == 200 ? p->last_modified : NULL, &f,
 			err, errlen);

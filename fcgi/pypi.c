@@ -89,18 +89,23 @@ void pypi_simple(struct worker *w, struct req *r, const struct route *rt)
 		req_error(r, 500, "cached page is missing from the store");
 }
 
-/* Finds the listing of (sha256, filename) in index idx or its layers. */
+/* Finds the listing of (sha256, filename) in index idx or its layers.
+ * Returns the position of the cache index that listed it, or -1. */
 static int find_file(struct worker *w, int idx, const char *sha,
 		     const char *filename, struct db_file *f)
 {
 	const struct conf_index *ix = &w->conf->index[idx];
+	int found;
 
 	if (ix->type == CONF_INDEX_CACHE)
-		return db_file_get(w->db, ix->name, sha, filename, f);
-	for (size_t i = 0; i < ix->nlayers; i++)
-		if (find_file(w, (int)ix->layer[i], sha, filename, f) == 0)
-			return 0;
-	return ENOENT;
+		return db_file_get(w->db, ix->name, sha, filename, f) ? -1 :
+									idx;
+	for (size_t i = 0; i < ix->nlayers; i++) {
+		found = find_file(w, (int)ix->layer[i], sha, filename, f);
+		if (found >= 0)
+			return found;
+	}
+	return -1;
 }
 
 void pypi_file(struct worker *w, struct req *r, const struct route *rt)
@@ -109,9 +114,10 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 	struct fetcher_want want;
 	struct db_file f;
 	char key[128], url[2100], sha[65], err[1024] = "";
-	int rc;
+	int rc, from;
 
-	if (find_file(w, rt->index, rt->sha256, rt->filename, &f) != 0) {
+	from = find_file(w, rt->index, rt->sha256, rt->filename, &f);
+	if (from < 0) {
 		req_error(r, 404, "no page of this index lists that file");
 		return;
 	}
@@ -141,6 +147,7 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 		return;
 	}
 	want.key = key;
+	want.index = w->conf->index[from].name;
 	want.url = url;
 	want.expect = sha;
 	rc = fetcher_serve(w, r, &want, sha, err, sizeof(err));

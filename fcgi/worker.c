@@ -33,15 +33,27 @@ int worker_open(struct worker *w, const struct conf *c, int cgi)
 	memset(w, 0, sizeof(*w));
 	w->conf = c;
 	w->cgi = cgi;
-	w->fetch.connect_timeout = c->connect_timeout;
-	w->fetch.idle_timeout = c->fetch_timeout;
-	w->fetch.max_body = (size_t)c->max_page_size;
+	worker_fetch_opts(c, -1, &w->fetch);
 	err = blob_init(c->data_dir);
 	if (!err)
 		err = db_open(c->data_dir, &w->db);
 	if (!err)
 		flight_sweep_due(w->db, c->data_dir, SWEEP_INTERVAL);
 	return err;
+}
+
+void worker_fetch_opts(const struct conf *c, int idx, struct fetch_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->connect_timeout = c->connect_timeout;
+	o->first_byte_timeout = c->first_byte_timeout;
+	o->idle_timeout = c->fetch_timeout;
+	o->retries = c->fetch_retries;
+	o->max_body = (size_t)c->max_page_size;
+	if (idx >= 0 && c->index[idx].type == CONF_INDEX_CACHE) {
+		o->trust_base = c->index[idx].upstream;
+		o->trusted = c->index[idx].trusted_hosts;
+	}
 }
 
 void worker_close(struct worker *w)

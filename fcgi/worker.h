@@ -20,6 +20,11 @@ struct worker {
  * Returns 0 or an errno (logged). */
 int worker_open(struct worker *w, const struct conf *c, int cgi);
 
+/* Fills o from the config, for fetches on behalf of the cache index at
+ * position idx (redirects only to its upstream's and trusted hosts), or
+ * of no index when idx is -1. */
+void worker_fetch_opts(const struct conf *c, int idx, struct fetch_opts *o);
+
 /* Releases what worker_open() made. */
 void worker_close(struct worker *w);
 

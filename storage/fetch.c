@@ -6,12 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 
 #include "common/sha256.h"
+#include "common/url.h"
 #include "storage/fetch.h"
+
+#define MAX_REDIRECTS 5
+#define MAX_RETRY_AFTER 10 /* seconds; longer and we give up instead */
 
 static CURL *handle;
 
@@ -27,51 +32,27 @@ static CURL *easy(void)
 	return handle;
 }
 
-static void setup(CURL *h, const struct fetch_opts *o, const char *url,
-		  char *errbuf)
-{
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, o->connect_timeout);
-	/* less than one byte a second for idle_timeout seconds: give up */
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, o->idle_timeout);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "larder/" PACKAGE_VERSION);
-	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-}
+/* What one attempt saw in its headers. */
+struct head {
+	long status;
+	int answered;          /* a status line arrived */
+	long retry_after;
+	long long range_start; /* Content-Range, -1 when absent */
+	long long range_total;
+	time_t start;
+	long first_byte_timeout;
+	struct fetch_page *page; /* page fetches: where validators go */
+};
 
-/* Maps a libcurl failure to an errno and a reason. */
-static int curl_errno(CURLcode rc, const char *errbuf, const char *url,
-		      char *err, size_t errlen)
+/* Fails an attempt that connected but got no answer in time. */
+static int progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow,
+		    curl_off_t ultotal, curl_off_t ulnow)
 {
-	snprintf(err, errlen, "%s: %s", url,
-		 *errbuf ? errbuf : curl_easy_strerror(rc));
-	switch (rc) {
-	case CURLE_OPERATION_TIMEDOUT:
-		return ETIMEDOUT;
-	case CURLE_COULDNT_CONNECT:
-		return ECONNREFUSED;
-	case CURLE_COULDNT_RESOLVE_HOST:
-		return EHOSTUNREACH;
-	case CURLE_WRITE_ERROR:
-		return ENOSPC;
-	default:
-		return EIO;
-	}
-}
+	struct head *h = ctx;
 
-static size_t page_body(char *p, size_t size, size_t n, void *ctx)
-{
-	struct fetch_page *r = ctx;
-
-	if (buf_add(&r->body, p, size * n))
-		return 0; /* over the cap: abort the transfer */
-	return size * n;
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	return !h->answered && h->first_byte_timeout > 0 &&
+	       time(NULL) - h->start > h->first_byte_timeout;
 }
 
 /* Copies a header's value (trimmed) when line is "name: value". */
@@ -96,37 +77,188 @@ static int header_value(const char *line, size_t len, const char *name,
 	return 1;
 }
 
-static void cache_control(struct fetch_page *r, const char *v)
+static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 {
-	const char *p = strcasestr(v, "max-age=");
-
-	if (p)
-		r->max_age = strtol(p + 8, NULL, 10);
-	if (strcasestr(v, "no-store") || strcasestr(v, "no-cache"))
-		r->no_store = 1;
-}
-
-static size_t page_header(char *p, size_t size, size_t n, void *ctx)
-{
-	struct fetch_page *r = ctx;
+	struct head *h = ctx;
+	struct fetch_page *r = h->page;
 	size_t len = size * n;
-	char cc[256];
+	char v[256];
 
-	/* A new response (after a redirect or 100) starts over. */
 	if (len > 5 && strncmp(p, "HTTP/", 5) == 0) {
-		r->etag[0] = r->last_modified[0] = r->content_type[0] = '\0';
-		r->max_age = -1;
-		r->no_store = 0;
+		h->answered = 1;
+		h->retry_after = -1;
+		h->range_start = h->range_total = -1;
+		if (r) {
+			r->etag[0] = r->last_modified[0] = '\0';
+			r->content_type[0] = '\0';
+			r->max_age = -1;
+			r->no_store = 0;
+		}
 		return len;
 	}
+	if (header_value(p, len, "retry-after", v, sizeof(v)) &&
+	    isdigit((unsigned char)v[0]))
+		h->retry_after = strtol(v, NULL, 10);
+	if (header_value(p, len, "content-range", v, sizeof(v)) &&
+	    sscanf(v, "bytes %lld-%*d/%lld", &h->range_start,
+		   &h->range_total) != 2)
+		h->range_start = h->range_total = -1;
+	if (!r)
+		return len;
 	header_value(p, len, "etag", r->etag, sizeof(r->etag));
 	header_value(p, len, "last-modified", r->last_modified,
 		     sizeof(r->last_modified));
 	header_value(p, len, "content-type", r->content_type,
 		     sizeof(r->content_type));
-	if (header_value(p, len, "cache-control", cc, sizeof(cc)))
-		cache_control(r, cc);
+	if (header_value(p, len, "cache-control", v, sizeof(v))) {
+		const char *m = strcasestr(v, "max-age=");
+
+		if (m)
+			r->max_age = strtol(m + 8, NULL, 10);
+		if (strcasestr(v, "no-store") || strcasestr(v, "no-cache"))
+			r->no_store = 1;
+	}
 	return len;
+}
+
+static void setup(CURL *c, const struct fetch_opts *o, const char *url,
+		  char *errbuf, struct head *h)
+{
+	struct fetch_page *page = h->page;
+
+	memset(h, 0, sizeof(*h));
+	h->page = page;
+	h->retry_after = -1;
+	h->range_start = h->range_total = -1;
+	h->start = time(NULL);
+	h->first_byte_timeout = o->first_byte_timeout;
+	errbuf[0] = '\0';
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, o->connect_timeout);
+	/* less than one byte a second for idle_timeout seconds: give up */
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, o->idle_timeout);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "larder/" PACKAGE_VERSION);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, h);
+	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, progress);
+	curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+}
+
+/* Maps a libcurl failure to an errno and a reason. */
+static int curl_errno(CURLcode rc, const char *errbuf, const char *url,
+		      char *err, size_t errlen)
+{
+	if (rc == CURLE_ABORTED_BY_CALLBACK) {
+		snprintf(err, errlen, "%s: no answer in time", url);
+		return ETIMEDOUT;
+	}
+	snprintf(err, errlen, "%s: %s", url,
+		 *errbuf ? errbuf : curl_easy_strerror(rc));
+	switch (rc) {
+	case CURLE_OPERATION_TIMEDOUT:
+		return ETIMEDOUT;
+	case CURLE_COULDNT_CONNECT:
+		return ECONNREFUSED;
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return EHOSTUNREACH;
+	case CURLE_WRITE_ERROR:
+		return ENOSPC;
+	default:
+		return EIO;
+	}
+}
+
+static int transient_curl(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_ABORTED_BY_CALLBACK:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int transient_status(long status)
+{
+	return status == 429 || status == 408 || status == 502 ||
+	       status == 503 || status == 504 || status == 500;
+}
+
+/* Waits before try number attempt+1: 250 ms doubling, or Retry-After.
+ * Returns 0, or -1 when upstream asks for a longer wait than we give. */
+static int backoff(int attempt, long retry_after)
+{
+	long ms = 250L << attempt;
+
+	if (retry_after > MAX_RETRY_AFTER)
+		return -1;
+	if (retry_after >= 0)
+		ms = retry_after * 1000;
+	if (ms > MAX_RETRY_AFTER * 1000)
+		ms = MAX_RETRY_AFTER * 1000;
+	usleep((useconds_t)ms * 1000);
+	return 0;
+}
+
+/* After a 3xx: copies the next URL to cur when it is allowed. Returns 0,
+ * or EPERM / EIO with a reason. */
+static int follow_redirect(CURL *c, const struct fetch_opts *o, char *cur,
+			   size_t curlen, int *hops, char *err, size_t errlen)
+{
+	char *next = NULL;
+
+	curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &next);
+	if (!next) {
+		snprintf(err, errlen, "%s: redirect without a location", cur);
+		return EIO;
+	}
+	if (++*hops > MAX_REDIRECTS) {
+		snprintf(err, errlen, "%s: too many redirects", cur);
+		return EIO;
+	}
+	if ((strncmp(next, "http://", 7) != 0 &&
+	     strncmp(next, "https://", 8) != 0) ||
+	    (o->trust_base &&
+	     !url_host_trusted(next, o->trust_base, o->trusted))) {
+		snprintf(err, errlen, "%s: refusing redirect to untrusted %.200s",
+			 cur, next);
+		return EPERM;
+	}
+	if (strlen(next) >= curlen) {
+		snprintf(err, errlen, "%s: redirect URL too long", cur);
+		return EIO;
+	}
+	strcpy(cur, next);
+	return 0;
+}
+
+static int is_redirect(long status)
+{
+	return status == 301 || status == 302 || status == 303 ||
+	       status == 307 || status == 308;
+}
+
+static size_t page_body(char *p, size_t size, size_t n, void *ctx)
+{
+	struct fetch_page *r = ctx;
+
+	if (buf_add(&r->body, p, size * n))
+		return 0; /* over the cap: abort the transfer */
+	return size * n;
 }
 
 int fetch_page(const struct fetch_opts *o, const char *url,
@@ -134,23 +266,17 @@ int fetch_page(const struct fetch_opts *o, const char *url,
 	       const char *last_modified, struct fetch_page *r, char *err,
 	       size_t errlen)
 {
-	char errbuf[CURL_ERROR_SIZE] = "";
+	char errbuf[CURL_ERROR_SIZE];
 	struct curl_slist *hdrs = NULL;
+	struct head h;
 	char line[512];
-	char *eff = NULL;
+	int attempt = 0, hops = 0, ret;
 	CURLcode rc;
-	CURL *h;
-	int ret = 0;
+	CURL *c;
 
 	memset(r, 0, sizeof(*r));
 	buf_init(&r->body, o->max_body);
-	r->max_age = -1;
-	h = easy();
-	if (!h) {
-		snprintf(err, errlen, "%s: curl_easy_init failed", url);
-		return ENOMEM;
-	}
-	setup(h, o, url, errbuf);
+	snprintf(r->url, sizeof(r->url), "%s", url);
 	snprintf(line, sizeof(line), "Accept: %s", accept);
 	hdrs = curl_slist_append(hdrs, line);
 	if (etag && *etag) {
@@ -162,24 +288,52 @@ int fetch_page(const struct fetch_opts *o, const char *url,
 			 last_modified);
 		hdrs = curl_slist_append(hdrs, line);
 	}
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, page_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, page_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
-	rc = curl_easy_perform(h);
-	if (rc == CURLE_WRITE_ERROR && r->body.len >= o->max_body) {
-		snprintf(err, errlen, "%s: page larger than %zu bytes", url,
-			 o->max_body);
-		ret = E2BIG;
-	} else if (rc != CURLE_OK) {
-		ret = curl_errno(rc, errbuf, url, err, errlen);
-	} else {
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
-		curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &eff);
-		snprintf(r->url, sizeof(r->url), "%s", eff ? eff : url);
+	for (;;) {
+		c = easy();
+		if (!c) {
+			snprintf(err, errlen, "%s: curl_easy_init failed", url);
+			ret = ENOMEM;
+			break;
+		}
+		buf_reset(&r->body);
+		h.page = r;
+		setup(c, o, r->url, errbuf, &h);
+		curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, page_body);
+		curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+		rc = curl_easy_perform(c);
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+		r->retry_after = h.retry_after;
+		if (rc == CURLE_WRITE_ERROR && r->body.len + CURL_MAX_WRITE_SIZE >
+						      o->max_body) {
+			snprintf(err, errlen, "%s: page larger than %zu bytes",
+				 r->url, o->max_body);
+			ret = E2BIG;
+			break;
+		}
+		if (rc != CURLE_OK) {
+			ret = curl_errno(rc, errbuf, r->url, err, errlen);
+			if (transient_curl(rc) && attempt < o->retries &&
+			    backoff(attempt++, -1) == 0)
+				continue;
+			break;
+		}
+		if (is_redirect(r->status)) {
+			ret = follow_redirect(c, o, r->url, sizeof(r->url),
+					      &hops, err, errlen);
+			if (ret)
+				break;
+			continue;
+		}
+		if (transient_status(r->status) && attempt < o->retries &&
+		    backoff(attempt++, r->retry_after) == 0)
+			continue;
+		ret = 0;
+		break;
 	}
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	if (c)
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(hdrs);
 	return ret;
 }
@@ -189,40 +343,72 @@ struct file_ctx {
 	struct sha256 hash;
 	fetch_size_fn *on_size;
 	void *ctx;
-	CURL *h;
-	int size_told;
+	CURL *c;
+	struct head *h;
+	long long written;  /* bytes in the file, over all attempts */
+	long long total;    /* -1 until known */
+	int checked;        /* this attempt's status was looked at */
+	int refused;        /* this attempt's answer was not the bytes */
 	int write_err;
-	long status;
 };
+
+/* Accepts an attempt's answer when it carries the next bytes: a 200 from
+ * the start, or a 206 resuming exactly where the file ends. */
+static int answer_fits(struct file_ctx *f)
+{
+	curl_off_t cl = -1;
+	long status = 0;
+
+	curl_easy_getinfo(f->c, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(f->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+	if (status == 200 && f->written == 0) {
+		if (f->total < 0 && cl >= 0) {
+			f->total = cl;
+			if (f->on_size)
+				f->on_size(f->total, f->ctx);
+		}
+		return 1;
+	}
+	if (status == 206 && f->h->range_start == f->written) {
+		if (f->total < 0 && f->h->range_total >= 0) {
+			f->total = f->h->range_total;
+			if (f->on_size)
+				f->on_size(f->total, f->ctx);
+		}
+		return 1;
+	}
+	return 0;
+}
 
 static size_t file_body(char *p, size_t size, size_t n, void *vctx)
 {
-	struct file_ctx *c = vctx;
+	struct file_ctx *f = vctx;
 	size_t len = size * n, off = 0;
-	curl_off_t cl = -1;
 	ssize_t w;
 
-	if (!c->size_told) {
-		c->size_told = 1;
-		curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &c->status);
-		if (c->status != 200)
+	if (!f->checked) {
+		f->checked = 1;
+		if (!answer_fits(f)) {
+			f->refused = 1;
 			return 0;
-		curl_easy_getinfo(c->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
-				  &cl);
-		if (cl >= 0 && c->on_size)
-			c->on_size((long long)cl, c->ctx);
+		}
+	}
+	if (f->total >= 0 && f->written + (long long)len > f->total) {
+		f->refused = 1; /* more than promised */
+		return 0;
 	}
 	while (off < len) {
-		w = write(c->fd, p + off, len - off);
+		w = write(f->fd, p + off, len - off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) {
-			c->write_err = errno;
+			f->write_err = errno;
 			return 0;
 		}
 		off += (size_t)w;
 	}
-	sha256_update(&c->hash, p, len);
+	sha256_update(&f->hash, p, len);
+	f->written += (long long)len;
 	return len;
 }
 
@@ -230,56 +416,89 @@ int fetch_file(const struct fetch_opts *o, const char *url, int fd,
 	       fetch_size_fn *on_size, void *ctx, char sha256[65], char *err,
 	       size_t errlen)
 {
-	char errbuf[CURL_ERROR_SIZE] = "";
-	struct file_ctx c;
-	curl_off_t cl = -1, got = 0;
+	char errbuf[CURL_ERROR_SIZE];
+	char cur[2048], range[64];
+	struct file_ctx f;
+	struct head h;
+	int attempt = 0, hops = 0, ret;
+	long status;
 	CURLcode rc;
-	int ret;
 
-	memset(&c, 0, sizeof(c));
+	memset(&f, 0, sizeof(f));
 	sha256[0] = '\0';
-	c.fd = fd;
-	c.on_size = on_size;
-	c.ctx = ctx;
-	c.h = easy();
-	if (!c.h || sha256_init(&c.hash)) {
+	f.fd = fd;
+	f.on_size = on_size;
+	f.ctx = ctx;
+	f.total = -1;
+	f.h = &h;
+	h.page = NULL;
+	snprintf(cur, sizeof(cur), "%s", url);
+	if (sha256_init(&f.hash)) {
 		snprintf(err, errlen, "%s: out of memory", url);
 		return ENOMEM;
 	}
-	setup(c.h, o, url, errbuf);
-	curl_easy_setopt(c.h, CURLOPT_ACCEPT_ENCODING, NULL);
-	curl_easy_setopt(c.h, CURLOPT_WRITEFUNCTION, file_body);
-	curl_easy_setopt(c.h, CURLOPT_WRITEDATA, &c);
-	rc = curl_easy_perform(c.h);
-	if (!c.status)
-		curl_easy_getinfo(c.h, CURLINFO_RESPONSE_CODE, &c.status);
-	if (c.write_err) {
-		ret = c.write_err;
-		snprintf(err, errlen, "%s: writing the temp file: %s", url,
-			 strerror(ret));
-		goto fail;
+	for (;;) {
+		f.c = easy();
+		if (!f.c) {
+			snprintf(err, errlen, "%s: curl_easy_init failed", url);
+			ret = ENOMEM;
+			break;
+		}
+		f.checked = f.refused = 0;
+		setup(f.c, o, cur, errbuf, &h);
+		if (f.written > 0) {
+			snprintf(range, sizeof(range), "%lld-", f.written);
+			curl_easy_setopt(f.c, CURLOPT_RANGE, range);
+		}
+		curl_easy_setopt(f.c, CURLOPT_WRITEFUNCTION, file_body);
+		curl_easy_setopt(f.c, CURLOPT_WRITEDATA, &f);
+		rc = curl_easy_perform(f.c);
+		status = 0;
+		curl_easy_getinfo(f.c, CURLINFO_RESPONSE_CODE, &status);
+		if (f.write_err) {
+			ret = f.write_err;
+			snprintf(err, errlen, "%s: writing the temp file: %s",
+				 url, strerror(ret));
+			break;
+		}
+		if (is_redirect(status)) {
+			ret = follow_redirect(f.c, o, cur, sizeof(cur), &hops,
+					      err, errlen);
+			if (ret)
+				break;
+			continue;
+		}
+		if (f.refused || (rc == CURLE_OK && status != 200 &&
+				  status != 206)) {
+			ret = EPROTO;
+			snprintf(err, errlen, "%s: upstream answered %ld%s", url,
+				 status, f.refused && (status == 200 ||
+						       status == 206) ?
+				 " with more or other bytes than expected" : "");
+			if (transient_status(status) && attempt < o->retries &&
+			    backoff(attempt++, h.retry_after) == 0)
+				continue;
+			break;
+		}
+		if (rc != CURLE_OK) {
+			ret = curl_errno(rc, errbuf, url, err, errlen);
+			if (transient_curl(rc) && attempt < o->retries &&
+			    backoff(attempt++, -1) == 0)
+				continue;
+			break;
+		}
+		if (f.total >= 0 && f.written != f.total) {
+			/* a clean end short of Content-Length */
+			ret = EIO;
+			snprintf(err, errlen, "%s: got %lld of %lld bytes", url,
+				 f.written, f.total);
+			if (attempt < o->retries && backoff(attempt++, -1) == 0)
+				continue;
+			break;
+		}
+		sha256_final(&f.hash, sha256);
+		return 0;
 	}
-	if (c.status && c.status != 200) {
-		ret = EPROTO;
-		snprintf(err, errlen, "%s: upstream answered %ld", url,
-			 c.status);
-		goto fail;
-	}
-	if (rc != CURLE_OK) {
-		ret = curl_errno(rc, errbuf, url, err, errlen);
-		goto fail;
-	}
-	curl_easy_getinfo(c.h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
-	curl_easy_getinfo(c.h, CURLINFO_SIZE_DOWNLOAD_T, &got);
-	if (cl >= 0 && got != cl) {
-		ret = EIO;
-		snprintf(err, errlen, "%s: got %lld of %lld bytes", url,
-			 (long long)got, (long long)cl);
-		goto fail;
-	}
-	sha256_final(&c.hash, sha256);
-	return 0;
-fail:
-	sha256_abort(&c.hash);
+	sha256_abort(&f.hash);
 	return ret;
 }
