@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,9 +212,22 @@ void req_abort(struct req *r)
 		return;
 	r->aborted = 1;
 	if (r->fcgx) {
-		/* No FCGI_END_REQUEST will follow: the web server sees the
-		 * application vanish and cuts the client off. */
-		shutdown(r->fcgx->ipcFd, SHUT_RDWR);
+		struct linger hard = {.l_onoff = 1, .l_linger = 0};
+		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		/* Reset the connection, with no FCGI_END_REQUEST: the web
+		 * server sees the application vanish and cuts the client off
+		 * at once (a plain FIN reads as a normal end to nginx). The
+		 * descriptor number stays taken by /dev/null, so libfcgi's
+		 * own close later cannot hit a reused descriptor. */
+		setsockopt(r->fcgx->ipcFd, SOL_SOCKET, SO_LINGER, &hard,
+			   sizeof(hard));
+		if (nul >= 0) {
+			dup2(nul, r->fcgx->ipcFd);
+			close(nul);
+		} else {
+			shutdown(r->fcgx->ipcFd, SHUT_RDWR);
+		}
 	} else {
 		close(STDOUT_FILENO);
 	}
@@ -237,7 +251,7 @@ int req_url(const struct req *r, int trust_forwarded, const char *path,
 {
 	const char *scheme = "http";
 	const char *host = req_env(r, "HTTP_HOST");
-	const char *v;
+	const char *v, *port;
 
 	v = req_env(r, "HTTPS");
 	if ((v && strcasecmp(v, "on") == 0) ||
@@ -255,6 +269,14 @@ int req_url(const struct req *r, int trust_forwarded, const char *path,
 		host = req_env(r, "SERVER_NAME");
 	if (!host_ok(host))
 		host = "localhost";
+	/* Some servers pass the host without its port (Debian's nginx
+	 * fastcgi_params sends $host): put the port back from SERVER_PORT. */
+	port = req_env(r, "SERVER_PORT");
+	if (host == req_env(r, "HTTP_HOST") && !strchr(host, ':') && port &&
+	    strspn(port, "0123456789") == strlen(port) && *port &&
+	    strcmp(port, strcmp(scheme, "https") ? "80" : "443") != 0)
+		return buf_addf(out_url, "%s://%s:%s%s%s", scheme, host, port,
+				r->mount, path);
 	return buf_addf(out_url, "%s://%s%s%s", scheme, host, r->mount, path);
 }
 

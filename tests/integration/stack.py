@@ -1,0 +1,699 @@
+"""Start and drive the pieces of an integration run: the stand-in upstream,
+larder under `larder serve`, and nginx in front of it. Used by the tests and
+by the benchmark harness; standard library only.
+
+    st = Stack(workdir, wheels_dir).start()
+    rc, out = pip_install(make_venv(path), st.url, ["larder-demo-a"])
+    st.stop()
+
+Each piece lives in its own directory (config, logs, pid and temp files) and
+listens on 127.0.0.1 on a port of its own.
+"""
+
+import hashlib
+import http.client as httpclient
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from urllib.parse import urlsplit
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+PYTHON = "/usr/bin/python3"          # Debian's, never a pyenv one first on PATH
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+STANDIN = os.path.join(HERE, "standin.py")
+
+JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+HTML_TYPE = "application/vnd.pypi.simple.v1+html"
+# What pip (22.2 and later) sends on simple pages.
+PIP_ACCEPT = ("application/vnd.pypi.simple.v1+json, "
+              "application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01")
+
+
+def larder_bin():
+    """The larder binary: $LARDER_BIN, else the repository root's ./larder."""
+    return os.environ.get("LARDER_BIN") or os.path.join(REPO, "larder")
+
+
+def missing_reason():
+    """Why a stack cannot start here, or None."""
+    b = larder_bin()
+    if not os.path.isfile(b) or not os.access(b, os.X_OK):
+        return ("larder binary not found at %s (build it, or set $LARDER_BIN)" % b)
+    if not os.path.exists(NGINX):
+        return "nginx not installed (apt-get install nginx-light)"
+    if not os.path.exists(PYTHON):
+        return "%s not found" % PYTHON
+    return None
+
+
+def clean_env(extra=None):
+    """The environment for child processes: no proxies (libcurl and pip honour
+    them) and no PIP_* settings (a PIP_FIND_LINKS would let pip bypass the
+    index under test)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.lower().endswith("_proxy") and not k.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    env.update(extra or {})
+    return env
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port, host="127.0.0.1"):
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def wait_port(port, timeout=15.0, proc=None, what="server", log=None):
+    """Waits until port accepts connections; raises RuntimeError if proc dies
+    first or time runs out (with the tail of log, a path, in the message)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError("%s exited with status %s before listening on %d%s"
+                               % (what, proc.returncode, port, _tail(log)))
+        if port_open(port):
+            return
+        time.sleep(0.05)
+    raise RuntimeError("%s not listening on %d after %.0f s%s"
+                       % (what, port, timeout, _tail(log)))
+
+
+def _tail(path, n=40):
+    if not path or not os.path.exists(path):
+        return ""
+    with open(path, errors="replace") as f:
+        lines = f.readlines()[-n:]
+    return "\n--- %s (last %d lines) ---\n%s" % (path, len(lines), "".join(lines))
+
+
+def _stop_process(proc, sig=signal.SIGTERM, grace=5.0):
+    """Sends sig, waits grace seconds, then SIGKILLs. Returns the exit status.
+    Afterwards kills whatever is left in the process group the child leads
+    (it was started with start_new_session) and returns the number of such
+    leftovers in proc.leftovers."""
+    proc.leftovers = 0
+    if proc.poll() is None:
+        try:
+            proc.send_signal(sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    try:
+        os.killpg(proc.pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return proc.returncode
+    proc.leftovers = 1
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return proc.returncode
+
+
+# ---------------------------------------------------------------- HTTP helpers
+
+class Response:
+    """status, headers (httpclient.HTTPMessage), body (bytes); complete is
+    False when the body ended early (error says how)."""
+
+    def __init__(self, status, reason, headers, body, complete=True, error=None):
+        self.status = status
+        self.reason = reason
+        self.headers = headers
+        self.body = body
+        self.complete = complete
+        self.error = error
+
+    def header(self, name, default=None):
+        return self.headers.get(name, default) if self.headers is not None else default
+
+    def header_all(self, name):
+        return self.headers.get_all(name) or [] if self.headers is not None else []
+
+    def json(self):
+        return json.loads(self.body)
+
+    def __repr__(self):
+        return "<Response %s %s, %d bytes%s>" % (
+            self.status, self.reason, len(self.body or b""),
+            "" if self.complete else ", INCOMPLETE: %s" % self.error)
+
+
+def http(url, method="GET", headers=None, body=None, timeout=30):
+    """One request with http.client: no redirects followed, no proxies, the
+    path sent as given. A body cut short is returned with complete=False."""
+    u = urlsplit(url)
+    conn = httpclient.HTTPConnection(u.hostname, u.port or 80, timeout=timeout)
+    path = u.path or "/"
+    if u.query:
+        path += "?" + u.query
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        complete, error = True, None
+        chunks = []
+        try:
+            while True:
+                data = r.read(1 << 16)
+                if not data:
+                    break
+                chunks.append(data)
+        except httpclient.IncompleteRead as e:
+            chunks.append(e.partial)
+            complete, error = False, "IncompleteRead: %r" % e
+        except (ConnectionError, socket.timeout, httpclient.HTTPException) as e:
+            complete, error = False, repr(e)
+        data = b"".join(chunks)
+        length = r.getheader("Content-Length")
+        if complete and method != "HEAD" and length is not None and r.status not in (204, 304):
+            if len(data) != int(length):
+                complete, error = False, "got %d of %s bytes" % (len(data), length)
+        return Response(r.status, r.reason, r.headers, data, complete, error)
+    finally:
+        conn.close()
+
+
+def raw_request(port, path, method="GET", headers=None, host="127.0.0.1", timeout=15,
+                version="HTTP/1.0", body=b""):
+    """Sends the request line and headers exactly as given over a socket (for
+    paths a client library would clean up: "/../", "%00", ...), HTTP/1.0 so
+    the body ends at close. Returns a Response."""
+    hdrs = {"Host": "%s:%d" % (host, port), "Connection": "close"}
+    hdrs.update(headers or {})
+    if body:
+        hdrs["Content-Length"] = str(len(body))
+    req = "%s %s %s\r\n" % (method, path, version)
+    req += "".join("%s: %s\r\n" % kv for kv in hdrs.items()) + "\r\n"
+    raw = req.encode("latin-1") + (body or b"")
+    chunks = []
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(raw)
+        try:
+            while True:
+                data = s.recv(1 << 16)
+                if not data:
+                    break
+                chunks.append(data)
+        except ConnectionResetError:
+            pass
+    data = b"".join(chunks)
+    head, sep, rest = data.partition(b"\r\n\r\n")
+    if not sep:
+        return Response(0, "no response", None, data, complete=False, error="no header end")
+    lines = head.decode("latin-1").split("\r\n")
+    m = re.match(r"HTTP/\d\.\d (\d{3}) ?(.*)", lines[0])
+    if not m:
+        return Response(0, lines[0], None, data, complete=False, error="bad status line")
+    msg = httpclient.HTTPMessage()
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        msg[k.strip()] = v.strip()
+    return Response(int(m.group(1)), m.group(2), msg, rest)
+
+
+# ---------------------------------------------------------------- the pieces
+
+class Standin:
+    """standin.py as a subprocess. Restartable on the same ports."""
+
+    def __init__(self, wheels, workdir, html_only=False, rate=None,
+                 files_host="localhost", port=0, files_port=0):
+        self.wheels = wheels
+        self.dir = workdir
+        self.html_only = html_only
+        self.rate = rate
+        self.files_host = files_host
+        self.port = port
+        self.files_port = files_port
+        self.proc = None
+        self.log = os.path.join(workdir, "standin.log")
+        os.makedirs(workdir, exist_ok=True)
+
+    @property
+    def base(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    @property
+    def url(self):
+        return self.base + "/simple/"
+
+    def start(self, timeout=15):
+        cmd = [PYTHON, STANDIN, "--wheels", self.wheels, "--port", str(self.port),
+               "--files-port", str(self.files_port), "--files-host", self.files_host]
+        if self.html_only:
+            cmd.append("--html-only")
+        if self.rate:
+            cmd += ["--rate", str(self.rate)]
+        logf = open(self.log, "ab")
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=logf,
+                                         stdin=subprocess.DEVNULL, env=clean_env(),
+                                         start_new_session=True)
+        finally:
+            logf.close()
+        deadline = time.monotonic() + timeout
+        line = b""
+        while time.monotonic() < deadline and not line.endswith(b"\n"):
+            r, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if r:
+                c = os.read(self.proc.stdout.fileno(), 1)
+                if not c:
+                    break
+                line += c
+            elif self.proc.poll() is not None:
+                break
+        m = re.match(rb"READY index=(\d+) files=(\d+)", line)
+        if not m:
+            self.stop()
+            raise RuntimeError("stand-in did not start (got %r)%s" % (line, _tail(self.log)))
+        self.port, self.files_port = int(m.group(1)), int(m.group(2))
+        return self
+
+    @property
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        """SIGTERM (then SIGKILL after 5 s)."""
+        if self.proc is not None:
+            _stop_process(self.proc)
+            if self.proc.stdout:
+                self.proc.stdout.close()
+
+    def kill(self):
+        """SIGKILL, as a crash: the upstream is simply gone."""
+        if self.proc is not None:
+            _stop_process(self.proc, sig=signal.SIGKILL)
+            if self.proc.stdout:
+                self.proc.stdout.close()
+
+    def _call(self, method, path, payload=None):
+        body = json.dumps(payload).encode() if payload is not None else None
+        r = http(self.base + path, method=method, body=body,
+                 headers={"Content-Type": "application/json"} if body else {})
+        if r.status != 200:
+            raise RuntimeError("stand-in %s %s: %s %r" % (method, path, r.status, r.body))
+        return json.loads(r.body)
+
+    def counters(self):
+        """{"requests": {"GET /simple/x/": n}, "files": {fn: n}, "metadata":
+        {fn: n}, "conditional": n, "not_modified": n}"""
+        return self._call("GET", "/_counters")
+
+    def reset(self):
+        self._call("POST", "/_reset")
+
+    def control(self, **kw):
+        """html_only=, corrupt=[...], truncate=[...], status={path: code},
+        rate=, delay=, json_metadata_keys=[...]; returns the settings now."""
+        return self._call("POST", "/_control", kw)
+
+    def page(self, project, accept=JSON_TYPE):
+        """The stand-in's own page for project (JSON by default)."""
+        return http("%s/simple/%s/" % (self.base, project), headers={"Accept": accept})
+
+
+LARDER_CONF = """\
+[larder]
+data_dir = {data_dir}
+sendfile = x-accel-redirect
+sendfile_prefix = /_larder/
+{larder_keys}
+[index "pypi"]
+type = cache
+upstream = http://127.0.0.1:{upstream_port}/simple/
+trusted_hosts = localhost
+
+[index "root/pypi"]
+type = virtual
+layers = pypi
+{extra_text}"""
+
+
+def larder_conf(data_dir, upstream_port, cache_ttl=300, max_stale=86400, extra=None,
+                extra_text=""):
+    """The larder.conf the tests run with; extra adds or replaces [larder]
+    keys, extra_text is appended as is (more sections)."""
+    keys = {"cache_ttl": cache_ttl, "max_stale": max_stale}
+    keys.update(extra or {})
+    return LARDER_CONF.format(
+        data_dir=data_dir, upstream_port=upstream_port,
+        larder_keys="".join("%s = %s\n" % kv for kv in keys.items()),
+        extra_text=extra_text)
+
+
+class Larder:
+    """`larder serve` as a subprocess, with its config, data dir and log in
+    workdir."""
+
+    def __init__(self, workdir, upstream_port, cache_ttl=300, workers=2, extra=None,
+                 extra_text="", port=None, binary=None, max_stale=86400):
+        self.dir = workdir
+        self.data_dir = os.path.join(workdir, "data")
+        self.conf = os.path.join(workdir, "larder.conf")
+        self.log = os.path.join(workdir, "larder.log")
+        self.port = port or free_port()
+        self.workers = workers
+        self.binary = binary or larder_bin()
+        self.proc = None
+        os.makedirs(self.data_dir, exist_ok=True)
+        with open(self.conf, "w") as f:
+            f.write(larder_conf(self.data_dir, upstream_port, cache_ttl, max_stale,
+                                extra, extra_text))
+
+    def start(self, timeout=15):
+        cmd = [self.binary, "serve", "-c", self.conf,
+               "--listen", "127.0.0.1:%d" % self.port, "--workers", str(self.workers)]
+        logf = open(self.log, "ab")
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=logf, stderr=logf,
+                                         stdin=subprocess.DEVNULL, cwd=self.dir,
+                                         env=clean_env(), start_new_session=True)
+        finally:
+            logf.close()
+        try:
+            wait_port(self.port, timeout, self.proc, "larder", self.log)
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
+
+    @property
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, grace=5.0):
+        """SIGTERM, then SIGKILL after grace seconds; returns the exit status.
+        self.proc.leftovers says whether processes outlived the supervisor."""
+        if self.proc is None:
+            return None
+        return _stop_process(self.proc, grace=grace)
+
+    def log_text(self):
+        try:
+            with open(self.log, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def log_lines(self):
+        return self.log_text().splitlines()
+
+    def find_log(self, method, path, status, timeout=3.0):
+        """The first log line naming method, path (as a whole word) and status,
+        waiting up to timeout for it; None if there is none."""
+        pat = re.compile(r"(?<!\S)%s(?!\S).*?(?<![^\s\"'])%s(?:[\s\"'?]|$).*?\b%d\b"
+                         % (re.escape(method), re.escape(path), status))
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in self.log_lines():
+                if pat.search(line):
+                    return line
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.1)
+
+
+def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1):
+    """The nginx.conf for a test stack: everything nginx writes stays in
+    prefix; / goes to larder over FastCGI, /_larder/ is the internal location
+    X-Accel-Redirect answers come from. The one place to change it."""
+    user = "user root;\n" if os.geteuid() == 0 else ""
+    return """\
+{user}daemon off;
+master_process on;
+worker_processes {workers};
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log info;
+
+events {{
+    worker_connections 1024;
+}}
+
+http {{
+    access_log {prefix}/access.log;
+    client_body_temp_path {prefix}/tmp/client_body;
+    proxy_temp_path {prefix}/tmp/proxy;
+    fastcgi_temp_path {prefix}/tmp/fastcgi;
+    uwsgi_temp_path {prefix}/tmp/uwsgi;
+    scgi_temp_path {prefix}/tmp/scgi;
+    default_type application/octet-stream;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_timeout 30;
+
+    server {{
+        listen 127.0.0.1:{port};
+        server_name localhost;
+
+        # X-Accel-Redirect answers. nginx keeps only a few of larder's headers
+        # across the internal redirect (Content-Type, Cache-Control,
+        # Content-Disposition) and puts its own "mtime-size" ETag on the
+        # file, so larder's ETag, Vary and X-Larder-Cache are set again here.
+        location /_larder/ {{
+            internal;
+            alias {data_dir}/;
+            etag off;
+            add_header ETag $upstream_http_etag;
+            add_header Vary $upstream_http_vary;
+            add_header X-Larder-Cache $upstream_http_x_larder_cache;
+        }}
+
+        location / {{
+            include /etc/nginx/fastcgi_params;
+            fastcgi_param SCRIPT_NAME "";
+            fastcgi_param PATH_INFO "";
+            fastcgi_pass 127.0.0.1:{fcgi_port};
+        }}
+    }}
+}}
+""".format(user=user, workers=workers, prefix=prefix, port=port, fcgi_port=fcgi_port,
+           data_dir=data_dir.rstrip("/"))
+
+
+class Nginx:
+    """nginx in the foreground with everything under workdir."""
+
+    def __init__(self, workdir, fcgi_port, data_dir, port=None, workers=1):
+        self.dir = os.path.abspath(workdir)
+        self.port = port or free_port()
+        self.conf = os.path.join(self.dir, "nginx.conf")
+        self.error_log = os.path.join(self.dir, "error.log")
+        self.access_log = os.path.join(self.dir, "access.log")
+        self.proc = None
+        os.makedirs(os.path.join(self.dir, "tmp"), exist_ok=True)
+        with open(self.conf, "w") as f:
+            f.write(nginx_conf(self.dir, self.port, fcgi_port, os.path.abspath(data_dir),
+                               workers))
+
+    @property
+    def base(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def start(self, timeout=15):
+        cmd = [NGINX, "-c", self.conf, "-p", self.dir + "/", "-e", self.error_log]
+        out = open(os.path.join(self.dir, "nginx.out"), "ab")
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=out,
+                                         stdin=subprocess.DEVNULL, env=clean_env(),
+                                         start_new_session=True)
+        finally:
+            out.close()
+        try:
+            wait_port(self.port, timeout, self.proc, "nginx", self.error_log)
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
+
+    def stop(self):
+        if self.proc is not None:
+            _stop_process(self.proc)
+
+    def error_text(self):
+        try:
+            with open(self.error_log, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+
+class Stack:
+    """stand-in + larder + nginx, each in a subdirectory of workdir."""
+
+    def __init__(self, workdir, wheels, cache_ttl=300, html_only=False, workers=2,
+                 larder_extra=None, larder_extra_text="", rate=None, nginx_workers=1,
+                 max_stale=86400):
+        self.dir = workdir
+        self.standin = Standin(wheels, os.path.join(workdir, "standin"),
+                               html_only=html_only, rate=rate)
+        self.cache_ttl = cache_ttl
+        self.workers = workers
+        self.larder_extra = larder_extra
+        self.larder_extra_text = larder_extra_text
+        self.nginx_workers = nginx_workers
+        self.max_stale = max_stale
+        self.larder = None
+        self.nginx = None
+
+    def start(self):
+        try:
+            self.standin.start()
+            self.larder = Larder(os.path.join(self.dir, "larder"), self.standin.port,
+                                 cache_ttl=self.cache_ttl, workers=self.workers,
+                                 extra=self.larder_extra, extra_text=self.larder_extra_text,
+                                 max_stale=self.max_stale)
+            self.larder.start()
+            self.nginx = Nginx(os.path.join(self.dir, "nginx"), self.larder.port,
+                               self.larder.data_dir, workers=self.nginx_workers)
+            self.nginx.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self):
+        for piece in (self.nginx, self.larder, self.standin):
+            if piece is not None:
+                try:
+                    piece.stop()
+                except Exception as e:  # keep stopping the others
+                    sys.stderr.write("stopping %s: %r\n" % (type(piece).__name__, e))
+
+    @property
+    def data_dir(self):
+        return self.larder.data_dir
+
+    @property
+    def base(self):
+        """http://127.0.0.1:NGINX"""
+        return self.nginx.base
+
+    def index_url(self, route="root/pypi"):
+        return "%s/%s/simple/" % (self.nginx.base, route)
+
+    @property
+    def url(self):
+        """The index URL pip is given: .../root/pypi/simple/"""
+        return self.index_url()
+
+    def get(self, path, accept=None, headers=None, method="GET"):
+        """A request to nginx for path (which starts with '/')."""
+        h = dict(headers or {})
+        if accept is not None:
+            h["Accept"] = accept
+        return http(self.nginx.base + path, method=method, headers=h)
+
+
+# ---------------------------------------------------------------- clients
+
+def make_venv(path):
+    """A fresh virtualenv made by Debian's python; returns its path."""
+    subprocess.run([PYTHON, "-m", "venv", path], check=True, env=clean_env(),
+                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=180)
+    return path
+
+
+def pip_install(venv, index_url, pkgs, extra_args=(), timeout=180):
+    """VENV/bin/pip install --no-cache-dir ... --index-url URL PKGS; returns
+    (returncode, combined output). No retries, so a failure shows at once."""
+    cmd = [os.path.join(venv, "bin", "pip"), "install", "--no-cache-dir",
+           "--disable-pip-version-check", "--no-input", "--retries", "0",
+           "--timeout", "30", "--index-url", index_url] + list(extra_args) + list(pkgs)
+    try:
+        p = subprocess.run(cmd, env=clean_env(), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        return -1, "timed out after %s s\n%s" % (timeout, (e.output or b"").decode(errors="replace"))
+    return p.returncode, p.stdout.decode(errors="replace")
+
+
+def venv_install(path, index_url, pkgs, extra_args=()):
+    """make_venv(path) then pip_install; returns (returncode, output)."""
+    make_venv(path)
+    return pip_install(path, index_url, pkgs, extra_args)
+
+
+def installed(venv):
+    """{normalised name: version} of what is installed in venv (pip and
+    setuptools left out)."""
+    code = ("import importlib.metadata as m, json, re\n"
+            "print(json.dumps({re.sub(r'[-_.]+', '-', d.metadata['Name']).lower(): d.version"
+            " for d in m.distributions()}))")
+    p = subprocess.run([os.path.join(venv, "bin", "python"), "-c", code], env=clean_env(),
+                       stdout=subprocess.PIPE, check=True, timeout=60)
+    got = json.loads(p.stdout)
+    for n in ("pip", "setuptools", "wheel"):
+        got.pop(n, None)
+    return got
+
+
+# ---------------------------------------------------------------- the data dir
+
+SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
+
+
+def data_listing(data_dir):
+    """Sorted relative paths of every file and directory under data_dir,
+    without SQLite's -wal/-shm/-journal files, which come and go."""
+    out = []
+    for root, dirs, files in os.walk(data_dir):
+        for n in dirs + files:
+            if n.endswith(SQLITE_SIDECARS):
+                continue
+            out.append(os.path.relpath(os.path.join(root, n), data_dir))
+    return sorted(out)
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def blobs(data_dir):
+    """{relative path: path} of every file under DATA/blobs."""
+    top = os.path.join(data_dir, "blobs")
+    out = {}
+    for root, _, files in os.walk(top):
+        for n in files:
+            p = os.path.join(root, n)
+            out[os.path.relpath(p, top)] = p
+    return out
+
+
+def bad_blobs(data_dir):
+    """Files under DATA/blobs whose content does not hash to their name (temp
+    files left behind included), or a blob outside sha256/ab/cd/:
+    [(path, actual sha256)]."""
+    bad = []
+    for rel, path in blobs(data_dir).items():
+        name = os.path.basename(path)
+        actual = sha256_file(path)
+        where = os.path.join("sha256", name[:2], name[2:4], name)
+        if actual != name or rel != where:
+            bad.append((path, actual))
+    return bad

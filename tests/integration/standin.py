@@ -1,0 +1,695 @@
+#!/usr/bin/python3
+"""A stand-in for upstream PyPI, owned by the test suite.
+
+Two HTTP servers in one process, as pypi.org and files.pythonhosted.org:
+
+  index port   GET /simple/ and /simple/{project}/: PEP 691 JSON (api-version
+               1.1: size, upload-time, versions) when the client asks for it by
+               Accept, PEP 503 HTML otherwise (as pypi.org does); ETag,
+               If-None-Match -> 304, Cache-Control: max-age=600, Last-Modified;
+               301 to the normalised, slashed URL; 404 for unknown projects.
+               GET /_counters, POST /_reset, POST /_control (see below).
+  files port   GET/HEAD /packages/{sha[:2]}/{sha[2:4]}/{filename} and
+               {filename}.metadata, with Content-Length and single Range.
+
+File URLs on the pages are absolute: http://{files_host}:{files_port}/packages/...
+so a cache has to trust a second host.
+
+The distributions come from a directory (see wheels.py): every *.whl and
+*.tar.gz; "{file}.metadata" beside one means it has PEP 658 metadata (served
+and advertised), "{file}.yanked" holds a yank reason. The directory is
+rescanned when it changes.
+
+POST /_control takes a JSON object; every key is optional and replaces the
+current setting:
+  {"html_only": bool,            serve HTML whatever the Accept
+   "corrupt": [filename, ...],   serve these with flipped bytes, same length
+   "truncate": [filename, ...],  send half the body (full Content-Length), close
+   "status": {path: code},       answer this path (or file name) with code
+   "rate": bytes_per_sec|null,   throttle file bodies
+   "delay": seconds,             sleep before answering any index page
+   "json_metadata_keys": [key]}  JSON keys for PEP 658 metadata (null: default,
+                                 core-metadata and data-dist-info-metadata as
+                                 pypi.org; add "dist-info-metadata" to play a
+                                 pre-PEP 714 index that breaks pip < 23.1)
+
+Run: python3 standin.py --wheels DIR --port P --files-port Q
+        [--files-host localhost] [--html-only] [--rate BYTES_PER_SEC]
+Prints "READY index=P files=Q" once both servers listen (ports may be 0 to
+pick free ones), then serves until SIGTERM.
+"""
+
+import argparse
+import email.utils
+import hashlib
+import html
+import io
+import json
+import os
+import re
+import signal
+import sys
+import tarfile
+import threading
+import time
+import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+JSON_V1 = "application/vnd.pypi.simple.v1+json"
+HTML_V1 = "application/vnd.pypi.simple.v1+html"
+JSON_LATEST = "application/vnd.pypi.simple.latest+json"
+HTML_LATEST = "application/vnd.pypi.simple.latest+html"
+TEXT_HTML = "text/html"
+
+CHUNK = 64 * 1024
+
+# The keys pypi.org puts PEP 658 metadata under in JSON: the PEP 714 name, and
+# the misspelt legacy one it has always sent. Never "dist-info-metadata": any
+# value under that key (even false) makes pip 22.3 to 23.1 fail with
+# "TypeError: unhashable type" (pip #12042, the reason for PEP 714), and
+# Debian 12's python3-venv ships pip 23.0.1. A test can ask for it through
+# /_control {"json_metadata_keys": [...]} to play an older index.
+JSON_METADATA_KEYS = ("core-metadata", "data-dist-info-metadata")
+
+
+def normalise(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def version_key(v):
+    parts = []
+    for p in re.split(r"[.+-]", v):
+        parts.append((0, int(p), "") if p.isdigit() else (1, 0, p))
+    return parts
+
+
+def choose_format(accept):
+    """Returns JSON_V1, HTML_V1 or TEXT_HTML for an Accept value, as pypi.org:
+    JSON only when the client names it, HTML otherwise (never a 406)."""
+    if not accept:
+        return TEXT_HTML
+    ranges = []
+    for item in accept.split(","):
+        parts = [p.strip() for p in item.split(";")]
+        mtype = parts[0].lower()
+        if not mtype:
+            continue
+        q = 1.0
+        for param in parts[1:]:
+            if param.lower().startswith("q="):
+                try:
+                    q = float(param[2:])
+                except ValueError:
+                    q = 0.0
+        ranges.append((mtype, q))
+
+    def q_for(offer, wildcards):
+        best, spec = None, -1
+        for mtype, q in ranges:
+            if mtype == offer:
+                s = 2
+            elif wildcards and mtype == offer.split("/")[0] + "/*":
+                s = 1
+            elif wildcards and mtype == "*/*":
+                s = 0
+            else:
+                continue
+            if s > spec:
+                best, spec = q, s
+        return best or 0.0
+
+    # Offers in preference order on a tie; JSON never matches a wildcard.
+    offers = [
+        (JSON_V1, max(q_for(JSON_V1, False), q_for(JSON_LATEST, False))),
+        (HTML_V1, max(q_for(HTML_V1, False), q_for(HTML_LATEST, False))),
+        (TEXT_HTML, q_for(TEXT_HTML, True)),
+    ]
+    best = max(offers, key=lambda o: o[1])
+    if best[1] <= 0:
+        return TEXT_HTML
+    for offer, q in offers:
+        if q == best[1]:
+            return offer
+    return TEXT_HTML
+
+
+def _read_metadata(path):
+    """The core metadata text of a wheel or sdist, or ""."""
+    try:
+        if path.endswith(".whl"):
+            with zipfile.ZipFile(path) as zf:
+                for n in zf.namelist():
+                    if n.count("/") == 1 and n.endswith(".dist-info/METADATA"):
+                        return zf.read(n).decode("utf-8", "replace")
+        elif path.endswith(".tar.gz"):
+            with tarfile.open(path) as tf:
+                for m in tf.getmembers():
+                    if m.name.count("/") == 1 and m.name.endswith("/PKG-INFO"):
+                        return tf.extractfile(m).read().decode("utf-8", "replace")
+    except (OSError, zipfile.BadZipFile, tarfile.TarError):
+        pass
+    return ""
+
+
+def _header(meta, key):
+    for line in meta.split("\n"):
+        if not line.strip():
+            break
+        k, _, v = line.partition(":")
+        if k.strip().lower() == key.lower():
+            return v.strip()
+    return None
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class Catalog:
+    """The distributions in a directory, rescanned when it changes."""
+
+    def __init__(self, directory):
+        self.dir = directory
+        self.lock = threading.Lock()
+        self.stamp = None
+        self.files = {}      # filename -> dict
+        self.projects = {}   # normalised -> {"name": display, "files": [dict]}
+        self._sha_cache = {}
+        self.refresh()
+
+    def _dir_stamp(self):
+        try:
+            st = os.stat(self.dir)
+            return (st.st_mtime_ns, len(os.listdir(self.dir)))
+        except OSError:
+            return None
+
+    def refresh(self):
+        with self.lock:
+            stamp = self._dir_stamp()
+            if stamp == self.stamp and self.stamp is not None:
+                return
+            files, projects = {}, {}
+            for fn in sorted(os.listdir(self.dir)):
+                if fn.endswith(".whl"):
+                    dist, version = fn.split("-")[:2]
+                elif fn.endswith(".tar.gz"):
+                    dist, _, version = fn[:-len(".tar.gz")].rpartition("-")
+                else:
+                    continue
+                path = os.path.join(self.dir, fn)
+                st = os.stat(path)
+                key = (fn, st.st_size, st.st_mtime_ns)
+                if key not in self._sha_cache:
+                    self._sha_cache[key] = (_sha256(path), _read_metadata(path))
+                sha, meta = self._sha_cache[key]
+                mpath = path + ".metadata"
+                msha = _sha256(mpath) if os.path.exists(mpath) else None
+                ypath = path + ".yanked"
+                yanked = None
+                if os.path.exists(ypath):
+                    with open(ypath) as f:
+                        yanked = f.read().strip()
+                display = _header(meta, "Name") or dist
+                info = {
+                    "filename": fn,
+                    "path": path,
+                    "project": normalise(dist),
+                    "display": display,
+                    "version": _header(meta, "Version") or version,
+                    "sha256": sha,
+                    "size": st.st_size,
+                    "mtime": st.st_mtime,
+                    "upload_time": time.strftime(
+                        "%Y-%m-%dT%H:%M:%S", time.gmtime(st.st_mtime))
+                    + ".%06dZ" % (int(st.st_mtime * 1e6) % 1000000),
+                    "requires_python": _header(meta, "Requires-Python"),
+                    "metadata_sha256": msha,
+                    "metadata_path": mpath if msha else None,
+                    "yanked": yanked,
+                }
+                files[fn] = info
+                p = projects.setdefault(info["project"],
+                                        {"name": display, "files": []})
+                p["files"].append(info)
+            for p in projects.values():
+                p["files"].sort(key=lambda i: (version_key(i["version"]),
+                                               i["filename"]))
+            self.files, self.projects, self.stamp = files, projects, stamp
+
+
+class State:
+    """Counters and injected faults, shared by both servers."""
+
+    def __init__(self, html_only=False, rate=None):
+        self.lock = threading.Lock()
+        self.html_only = html_only
+        self.rate = rate
+        self.corrupt = set()
+        self.truncate = set()
+        self.status = {}
+        self.delay = 0.0
+        self.json_metadata_keys = list(JSON_METADATA_KEYS)
+        self.reset()
+
+    def reset(self):
+        with self.lock:
+            self.requests = {}
+            self.files = {}
+            self.metadata = {}
+            self.conditional = 0
+            self.not_modified = 0
+
+    def count(self, table, key):
+        with self.lock:
+            table[key] = table.get(key, 0) + 1
+
+    def snapshot(self):
+        with self.lock:
+            return {
+                "requests": dict(self.requests),
+                "files": dict(self.files),
+                "metadata": dict(self.metadata),
+                "conditional": self.conditional,
+                "not_modified": self.not_modified,
+            }
+
+    def control(self, body):
+        with self.lock:
+            if "html_only" in body:
+                self.html_only = bool(body["html_only"])
+            if "corrupt" in body:
+                self.corrupt = set(body["corrupt"] or [])
+            if "truncate" in body:
+                self.truncate = set(body["truncate"] or [])
+            if "status" in body:
+                self.status = {str(k): int(v) for k, v in (body["status"] or {}).items()}
+            if "rate" in body:
+                self.rate = float(body["rate"]) if body["rate"] else None
+            if "delay" in body:
+                self.delay = float(body["delay"] or 0)
+            if "json_metadata_keys" in body:
+                keys = body["json_metadata_keys"]
+                self.json_metadata_keys = list(JSON_METADATA_KEYS if keys is None else keys)
+            return {
+                "html_only": self.html_only,
+                "corrupt": sorted(self.corrupt),
+                "truncate": sorted(self.truncate),
+                "status": dict(self.status),
+                "rate": self.rate,
+                "delay": self.delay,
+                "json_metadata_keys": list(self.json_metadata_keys),
+            }
+
+    def injected(self, path):
+        with self.lock:
+            if path in self.status:
+                return self.status[path]
+            base = path.rsplit("/", 1)[-1]
+            if base and base in self.status:
+                return self.status[base]
+        return None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "larder-standin/1.0"
+
+    # set on the subclass: app (the Standin)
+
+    def log_message(self, fmt, *args):
+        if self.app.verbose:
+            sys.stderr.write("standin %s %s\n" % (self.address_string(), fmt % args))
+
+    def _send(self, code, body=b"", ctype="text/plain; charset=utf-8", headers=None,
+              head=False):
+        self.send_response(code)
+        if code != 304:
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if body and not head and code != 304:
+            self.wfile.write(body)
+
+    def _count(self):
+        path = urlsplit(self.path).path
+        self.app.state.count(self.app.state.requests, "%s %s" % (self.command, path))
+        return path
+
+    def _fault(self, path, head=False):
+        code = self.app.state.injected(path)
+        if code is None:
+            return False
+        self._send(code, ("injected %d\n" % code).encode(), head=head)
+        return True
+
+
+class IndexHandler(_Handler):
+    def do_GET(self):
+        self._page(head=False)
+
+    def do_HEAD(self):
+        self._page(head=True)
+
+    def do_POST(self):
+        path = urlsplit(self.path).path
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        state = self.app.state
+        if path == "/_reset":
+            state.reset()
+            self._send(200, b'{"ok": true}\n', "application/json")
+        elif path == "/_control":
+            try:
+                body = json.loads(raw or b"{}")
+                if not isinstance(body, dict):
+                    raise ValueError("not an object")
+                now = state.control(body)
+            except (ValueError, TypeError) as e:
+                self._send(400, ("bad control: %s\n" % e).encode())
+                return
+            self._send(200, (json.dumps(now) + "\n").encode(), "application/json")
+        else:
+            self._count()
+            self._send(405, b"method not allowed\n", headers={"Allow": "GET, HEAD"})
+
+    def _page(self, head):
+        split = urlsplit(self.path)
+        path = split.path
+        query = ("?" + split.query) if split.query else ""
+        state = self.app.state
+        if path == "/_counters":
+            self._send(200, (json.dumps(state.snapshot(), sort_keys=True) + "\n").encode(),
+                       "application/json", head=head)
+            return
+        self._count()
+        if self.headers.get("If-None-Match") is not None:
+            with state.lock:
+                state.conditional += 1
+        if self._fault(path, head):
+            return
+        if state.delay:
+            time.sleep(state.delay)
+        self.app.catalog.refresh()
+        if path == "/simple":
+            self._send(301, b"", headers={"Location": "/simple/" + query}, head=head)
+            return
+        if path == "/simple/":
+            self._serve_page(None, head)
+            return
+        m = re.fullmatch(r"/simple/([^/]+)(/?)", path)
+        if not m:
+            self._send(404, b"not found\n", head=head)
+            return
+        name, slash = m.group(1), m.group(2)
+        norm = normalise(name)
+        if norm not in self.app.catalog.projects:
+            self._send(404, b"no such project\n", head=head)
+            return
+        if name != norm or not slash:
+            self._send(301, b"", headers={"Location": "/simple/%s/%s" % (norm, query)},
+                       head=head)
+            return
+        self._serve_page(norm, head)
+
+    def _serve_page(self, project, head):
+        state = self.app.state
+        fmt = TEXT_HTML if state.html_only else choose_format(self.headers.get("Accept"))
+        if project is None:
+            body, last = self.app.render_list(fmt)
+        else:
+            body, last = self.app.render_project(project, fmt)
+        etag = '"%s"' % hashlib.sha256(body).hexdigest()[:40]
+        headers = {
+            "ETag": etag,
+            "Cache-Control": "max-age=600, public",
+            "Last-Modified": email.utils.formatdate(last, usegmt=True),
+            "Vary": "Accept, Accept-Encoding",
+        }
+        inm = self.headers.get("If-None-Match")
+        if inm is not None:
+            tags = [t.strip() for t in inm.split(",")]
+            if "*" in tags or etag in tags or ("W/" + etag) in tags:
+                with state.lock:
+                    state.not_modified += 1
+                self._send(304, headers=headers)
+                return
+        self._send(200, body, fmt, headers=headers, head=head)
+
+
+class FilesHandler(_Handler):
+    def do_GET(self):
+        self._file(head=False)
+
+    def do_HEAD(self):
+        self._file(head=True)
+
+    def _file(self, head):
+        path = self._count()
+        state = self.app.state
+        m = re.fullmatch(r"/packages/([0-9a-f]{2})/([0-9a-f]{2})/([^/]+)", path)
+        info = None
+        metadata = False
+        if m:
+            fn = m.group(3)
+            if fn.endswith(".metadata"):
+                fn, metadata = fn[:-len(".metadata")], True
+            if not head:
+                table = state.metadata if metadata else state.files
+                state.count(table, fn)
+            self.app.catalog.refresh()
+            info = self.app.catalog.files.get(fn)
+            if info and not info["sha256"].startswith(m.group(1) + m.group(2)):
+                info = None
+            if info and metadata and not info["metadata_path"]:
+                info = None
+        if self._fault(path, head):
+            return
+        if info is None:
+            self._send(404, b"not found\n", head=head)
+            return
+        fpath = info["metadata_path"] if metadata else info["path"]
+        name = info["filename"] + (".metadata" if metadata else "")
+        try:
+            f = open(fpath, "rb")
+        except OSError:
+            self._send(404, b"gone\n", head=head)
+            return
+        with f:
+            size = os.fstat(f.fileno()).st_size
+            start, end = 0, size - 1
+            code = 200
+            rng = self.headers.get("Range")
+            if rng:
+                r = re.fullmatch(r"bytes=(\d*)-(\d*)", rng.strip())
+                ok = False
+                if r and (r.group(1) or r.group(2)):
+                    if r.group(1):
+                        start = int(r.group(1))
+                        end = int(r.group(2)) if r.group(2) else size - 1
+                    else:
+                        start = max(0, size - int(r.group(2)))
+                    end = min(end, size - 1)
+                    ok = start <= end and start < size
+                if not ok:
+                    self._send(416, b"", headers={"Content-Range": "bytes */%d" % size},
+                               head=head)
+                    return
+                code = 206
+            length = end - start + 1
+            with state.lock:
+                corrupt = name in state.corrupt or info["filename"] in state.corrupt
+                truncate = name in state.truncate or info["filename"] in state.truncate
+                rate = state.rate
+            self.send_response(code)
+            self.send_header("Content-Type", "application/octet-stream"
+                             if not metadata else "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(length))
+            self.send_header("Accept-Ranges", "bytes")
+            self.send_header("ETag", '"%s"' % info["sha256"][:32])
+            self.send_header("Last-Modified", email.utils.formatdate(info["mtime"], usegmt=True))
+            self.send_header("Cache-Control", "max-age=365000000, immutable, public")
+            if code == 206:
+                self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, size))
+            if truncate:
+                self.send_header("Connection", "close")
+                self.close_connection = True
+            self.end_headers()
+            if head:
+                return
+            f.seek(start)
+            remaining = length
+            if truncate:
+                remaining = length // 2
+            flip_lo, flip_hi = size // 2, size // 2 + 16
+            sent = 0
+            t0 = time.monotonic()
+            pos = start
+            while remaining > 0:
+                data = f.read(min(CHUNK, remaining))
+                if not data:
+                    break
+                if corrupt and pos < flip_hi and pos + len(data) > flip_lo:
+                    buf = bytearray(data)
+                    for i in range(max(flip_lo, pos), min(flip_hi, pos + len(data))):
+                        buf[i - pos] ^= 0xFF
+                    data = bytes(buf)
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True
+                    return
+                pos += len(data)
+                sent += len(data)
+                remaining -= len(data)
+                if rate:
+                    ahead = sent / rate - (time.monotonic() - t0)
+                    if ahead > 0:
+                        time.sleep(ahead)
+            if truncate:
+                try:
+                    self.wfile.flush()
+                except OSError:
+                    pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+
+class Standin:
+    """The stand-in, in process: Standin(...).start(), .stop()."""
+
+    def __init__(self, wheels, port=0, files_port=0, files_host="localhost",
+                 html_only=False, rate=None, host="127.0.0.1", verbose=True):
+        self.catalog = Catalog(wheels)
+        self.state = State(html_only=html_only, rate=rate)
+        self.files_host = files_host
+        self.host = host
+        self.verbose = verbose
+        app = self
+        self.index = _Server((host, port), type("IH", (IndexHandler,), {"app": app}))
+        self.files = _Server((host, files_port), type("FH", (FilesHandler,), {"app": app}))
+        self.port = self.index.server_address[1]
+        self.files_port = self.files.server_address[1]
+        self.threads = []
+
+    def file_url(self, info):
+        sha = info["sha256"]
+        return "http://%s:%d/packages/%s/%s/%s" % (
+            self.files_host, self.files_port, sha[:2], sha[2:4], info["filename"])
+
+    def render_list(self, fmt):
+        projects = self.catalog.projects
+        last = max((i["mtime"] for p in projects.values() for i in p["files"]), default=0)
+        names = sorted(projects)
+        if fmt == JSON_V1:
+            doc = {"meta": {"api-version": "1.1"},
+                   "projects": [{"name": projects[n]["name"]} for n in names]}
+            return (json.dumps(doc, indent=None) + "\n").encode(), last
+        out = io.StringIO()
+        out.write('<!DOCTYPE html>\n<html>\n  <head>\n'
+                  '    <meta name="pypi:repository-version" content="1.0">\n'
+                  '    <title>Simple index</title>\n  </head>\n  <body>\n')
+        for n in names:
+            out.write('    <a href="/simple/%s/">%s</a>\n'
+                      % (html.escape(n), html.escape(projects[n]["name"])))
+        out.write("  </body>\n</html>\n")
+        return out.getvalue().encode(), last
+
+    def project_json(self, project):
+        p = self.catalog.projects[project]
+        files = []
+        versions = []
+        for i in p["files"]:
+            if i["version"] not in versions:
+                versions.append(i["version"])
+            meta = {"sha256": i["metadata_sha256"]} if i["metadata_sha256"] else False
+            files.append({
+                "filename": i["filename"],
+                "url": self.file_url(i),
+                "hashes": {"sha256": i["sha256"]},
+                "requires-python": i["requires_python"],
+                "size": i["size"],
+                "upload-time": i["upload_time"],
+                "yanked": i["yanked"] if i["yanked"] is not None else False,
+            })
+            for key in self.state.json_metadata_keys:
+                files[-1][key] = meta
+        return {"meta": {"api-version": "1.1", "_last-serial": 1000 + len(files)},
+                "name": project, "versions": versions, "files": files}
+
+    def render_project(self, project, fmt):
+        p = self.catalog.projects[project]
+        last = max(i["mtime"] for i in p["files"])
+        if fmt == JSON_V1:
+            return (json.dumps(self.project_json(project)) + "\n").encode(), last
+        out = io.StringIO()
+        out.write('<!DOCTYPE html>\n<html>\n  <head>\n'
+                  '    <meta name="pypi:repository-version" content="1.0">\n'
+                  '    <title>Links for %s</title>\n  </head>\n  <body>\n'
+                  '    <h1>Links for %s</h1>\n' % (html.escape(project), html.escape(project)))
+        for i in p["files"]:
+            attrs = ['href="%s#sha256=%s"' % (html.escape(self.file_url(i)), i["sha256"])]
+            if i["requires_python"]:
+                attrs.append('data-requires-python="%s"' % html.escape(i["requires_python"]))
+            if i["metadata_sha256"]:
+                attrs.append('data-dist-info-metadata="sha256=%s"' % i["metadata_sha256"])
+                attrs.append('data-core-metadata="sha256=%s"' % i["metadata_sha256"])
+            if i["yanked"] is not None:
+                attrs.append('data-yanked="%s"' % html.escape(i["yanked"]))
+            out.write("    <a %s>%s</a><br />\n" % (" ".join(attrs), html.escape(i["filename"])))
+        out.write("  </body>\n</html>\n<!--SERIAL %d-->\n" % (1000 + len(p["files"])))
+        return out.getvalue().encode(), last
+
+    def start(self):
+        for srv in (self.index, self.files):
+            t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1},
+                                 daemon=True)
+            t.start()
+            self.threads.append(t)
+        return self
+
+    def stop(self):
+        for srv in (self.index, self.files):
+            srv.shutdown()
+            srv.server_close()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="stand-in upstream PyPI for larder's tests")
+    ap.add_argument("--wheels", required=True, help="directory of distributions")
+    ap.add_argument("--port", type=int, default=0, help="index port (0: any)")
+    ap.add_argument("--files-port", type=int, default=0, help="files port (0: any)")
+    ap.add_argument("--files-host", default="localhost",
+                    help="host name written in file URLs")
+    ap.add_argument("--html-only", action="store_true", help="always serve PEP 503 HTML")
+    ap.add_argument("--rate", type=float, default=None,
+                    help="throttle file bodies to this many bytes per second")
+    ap.add_argument("--quiet", action="store_true", help="no request log on stderr")
+    args = ap.parse_args(argv)
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    s = Standin(args.wheels, args.port, args.files_port, args.files_host,
+                args.html_only, args.rate, verbose=not args.quiet).start()
+    sys.stdout.write("READY index=%d files=%d\n" % (s.port, s.files_port))
+    sys.stdout.flush()
+    while not stop.wait(0.5):
+        pass
+    s.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
