@@ -5,6 +5,7 @@
  *   larder serve ...             preforking FastCGI server
  *   larder config check [-c F]   validate a config, print effective values
  *   larder config man            print larder.conf(5)
+ *   larder fsck [-c F] [--repair]  check the store
  *   larder --version
  */
 #include "config.h"
@@ -18,6 +19,8 @@
 #include "fcgi/fetcher.h"
 #include "fcgi/serve.h"
 #include "fcgi/worker.h"
+#include "storage/blob.h"
+#include "storage/fsck.h"
 
 static void usage(FILE *f)
 {
@@ -25,6 +28,7 @@ static void usage(FILE *f)
 	      "[--workers N]\n"
 	      "       larder config check [-c FILE]\n"
 	      "       larder config man\n"
+	      "       larder fsck [-c FILE] [--repair]\n"
 	      "       larder --version\n"
 	      "Started by a web server with a listening socket on fd 0, larder "
 	      "is a FastCGI\nworker; with GATEWAY_INTERFACE set, a CGI "
@@ -85,6 +89,40 @@ static int config_cmd(int argc, char **argv)
 	return rc ? 1 : 0;
 }
 
+/* larder fsck [-c FILE] [--repair]: exit 0 when the store was clean, 1
+ * when something was found (repaired or not), 2 on usage or I/O error. */
+static int fsck_cmd(int argc, char **argv)
+{
+	struct fsck_report r;
+	const char *path = NULL;
+	struct db *db = NULL;
+	struct conf c;
+	int repair = 0, rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--repair") == 0) {
+			repair = 1;
+		} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
+			path = argv[++i];
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (load(&c, path))
+		return 2;
+	rc = blob_init(c.data_dir);
+	if (!rc)
+		rc = db_open(c.data_dir, &db);
+	if (!rc)
+		rc = fsck_run(db, c.data_dir, repair, stdout, &r);
+	db_close(db);
+	conf_free(&c);
+	if (rc)
+		return 2;
+	return fsck_clean(&r) ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct conf c;
@@ -104,6 +142,8 @@ int main(int argc, char **argv)
 		return serve_main(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "config") == 0)
 		return config_cmd(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "fsck") == 0)
+		return fsck_cmd(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "_fetch") == 0) {
 		if (load(&c, NULL))
 			return 1;

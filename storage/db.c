@@ -36,6 +36,9 @@ enum stmt {
 	S_PAGE_GET,
 	S_PAGE_PUT,
 	S_PAGE_TOUCH,
+	S_PAGE_ALL,
+	S_PAGE_DELETE,
+	S_CHECK,
 	S_FILE_PUT,
 	S_FILE_GET,
 	S_FILE_SET_META,
@@ -60,6 +63,10 @@ static const char *const sql[S_COUNT] = {
 		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	[S_PAGE_TOUCH] = "UPDATE pages SET fetched_at = ?3, ttl = ?4"
 			 " WHERE idx = ?1 AND project = ?2",
+	[S_PAGE_ALL] = "SELECT idx, project, status, etag, last_modified,"
+		       " fetched_at, ttl, json_sha, html_sha FROM pages",
+	[S_PAGE_DELETE] = "DELETE FROM pages WHERE idx = ?1 AND project = ?2",
+	[S_CHECK] = "PRAGMA quick_check",
 	[S_FILE_PUT] = "INSERT OR REPLACE INTO files VALUES"
 		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[S_FILE_GET] = "SELECT url, size, has_meta, meta_sha FROM files"
@@ -237,6 +244,84 @@ int db_page_touch(struct db *db, const char *index, const char *project,
 	sqlite3_bind_int64(st, 3, fetched_at);
 	sqlite3_bind_int64(st, 4, ttl);
 	return run(db, st, "page touch");
+}
+
+struct page_row {
+	char *index, *project;
+	struct db_page p;
+};
+
+int db_page_each(struct db *db,
+		 void (*fn)(const char *index, const char *project,
+			    const struct db_page *p, void *ctx),
+		 void *ctx)
+{
+	sqlite3_stmt *st = stmt(db, S_PAGE_ALL);
+	struct page_row *rows = NULL, *grown, *pr;
+	size_t n = 0;
+	int rc, err = 0;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		grown = realloc(rows, (n + 1) * sizeof(*rows));
+		if (!grown) {
+			err = ENOMEM;
+			break;
+		}
+		rows = grown;
+		pr = &rows[n++];
+		memset(pr, 0, sizeof(*pr));
+		pr->index = strdup((const char *)sqlite3_column_text(st, 0));
+		pr->project = strdup((const char *)sqlite3_column_text(st, 1));
+		pr->p.status = sqlite3_column_int(st, 2);
+		text(st, 3, pr->p.etag, sizeof(pr->p.etag));
+		text(st, 4, pr->p.last_modified, sizeof(pr->p.last_modified));
+		pr->p.fetched_at = sqlite3_column_int64(st, 5);
+		pr->p.ttl = (long)sqlite3_column_int64(st, 6);
+		text(st, 7, pr->p.json_sha, sizeof(pr->p.json_sha));
+		text(st, 8, pr->p.html_sha, sizeof(pr->p.html_sha));
+		if (!pr->index || !pr->project) {
+			err = ENOMEM;
+			break;
+		}
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = fail(db, "page list");
+	sqlite3_reset(st);
+	for (size_t i = 0; i < n; i++) {
+		if (!err)
+			fn(rows[i].index, rows[i].project, &rows[i].p, ctx);
+		free(rows[i].index);
+		free(rows[i].project);
+	}
+	free(rows);
+	return err;
+}
+
+int db_page_delete(struct db *db, const char *index, const char *project)
+{
+	sqlite3_stmt *st = stmt(db, S_PAGE_DELETE);
+
+	BIND_TEXT(st, 1, index);
+	BIND_TEXT(st, 2, project);
+	return run(db, st, "page delete");
+}
+
+int db_check(struct db *db, char *msg, size_t len)
+{
+	sqlite3_stmt *st = stmt(db, S_CHECK);
+	int err = 0;
+
+	snprintf(msg, len, "ok");
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		text(st, 0, msg, len);
+		if (strcmp(msg, "ok") != 0)
+			err = EIO;
+	} else {
+		snprintf(msg, len, "%s", sqlite3_errmsg(db->conn));
+		err = EIO;
+	}
+	sqlite3_reset(st);
+	return err;
 }
 
 int db_begin(struct db *db)

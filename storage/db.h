@@ -62,6 +62,20 @@ int db_page_put(struct db *db, const char *index, const char *project,
 int db_page_touch(struct db *db, const char *index, const char *project,
 		  long long fetched_at, long ttl);
 
+/* Calls fn for every page row (after reading them all: fn may change the
+ * table). Returns 0, ENOMEM, or EIO. */
+int db_page_each(struct db *db,
+		 void (*fn)(const char *index, const char *project,
+			    const struct db_page *p, void *ctx),
+		 void *ctx);
+
+/* Forgets a page; the next request fetches it again. Returns 0 or EIO. */
+int db_page_delete(struct db *db, const char *index, const char *project);
+
+/* Runs SQLite's quick_check. Returns 0 when the database is sound, EIO
+ * with the first complaint in msg otherwise. */
+int db_check(struct db *db, char *msg, size_t len);
+
 /* Starts and ends a write transaction (BEGIN IMMEDIATE). Return 0 or EIO;
  * db_rollback never fails. */
 int db_begin(struct db *db);

@@ -1,0 +1,237 @@
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/names.h"
+#include "common/sha256.h"
+#include "storage/blob.h"
+#include "storage/flight.h"
+#include "storage/fsck.h"
+
+struct ctx {
+	struct db *db;
+	const char *data_dir;
+	int repair;
+	FILE *out;
+	struct fsck_report *r;
+};
+
+/* Hashes a file. Returns 0 or an errno. */
+static int hash_file(const char *path, char hex[65])
+{
+	struct sha256 h;
+	char *chunk;
+	ssize_t n;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	chunk = malloc(1 << 20);
+	if (!chunk || sha256_init(&h)) {
+		free(chunk);
+		close(fd);
+		return ENOMEM;
+	}
+	while ((n = read(fd, chunk, 1 << 20)) > 0)
+		sha256_update(&h, chunk, (size_t)n);
+	if (n < 0)
+		err = errno;
+	sha256_final(&h, hex);
+	free(chunk);
+	close(fd);
+	return err;
+}
+
+/* Moves a bad file to DATA/quarantine/. */
+static void quarantine(struct ctx *c, const char *path, const char *name)
+{
+	char dir[PATH_MAX], dest[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s/quarantine", c->data_dir);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return;
+	if ((size_t)snprintf(dest, sizeof(dest), "%s/%s.%ld", dir, name,
+			     (long)time(NULL)) >= sizeof(dest))
+		return;
+	if (rename(path, dest) == 0) {
+		c->r->repaired++;
+		fprintf(c->out, "repaired: moved %s to %s\n", path, dest);
+	}
+}
+
+static void check_blob(struct ctx *c, const char *path, const char *a,
+		       const char *b, const char *name)
+{
+	char hex[65];
+	int err;
+
+	c->r->blobs++;
+	if (!names_is_sha256(name) || strncmp(name, a, 2) != 0 ||
+	    strncmp(name + 2, b, 2) != 0) {
+		c->r->bad_blobs++;
+		fprintf(c->out, "misplaced: %s\n", path);
+		if (c->repair)
+			quarantine(c, path, name);
+		return;
+	}
+	err = hash_file(path, hex);
+	if (err) {
+		c->r->bad_blobs++;
+		fprintf(c->out, "unreadable: %s: %s\n", path, strerror(err));
+		return;
+	}
+	if (strcmp(hex, name) != 0) {
+		c->r->bad_blobs++;
+		fprintf(c->out, "corrupt: %s hashes to %s\n", path, hex);
+		if (c->repair)
+			quarantine(c, path, name);
+	}
+}
+
+/* Lists the entries of a directory other than . and ..; calls fn. */
+static void each_entry(const char *dir,
+		       void (*fn)(struct ctx *, const char *, const char *,
+				  void *),
+		       struct ctx *c, void *arg)
+{
+	struct dirent *e;
+	char path[PATH_MAX];
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+				     e->d_name) >= sizeof(path))
+			continue;
+		fn(c, path, e->d_name, arg);
+	}
+	closedir(d);
+}
+
+static void level3(struct ctx *c, const char *path, const char *name,
+		   void *arg)
+{
+	const char **ab = arg;
+
+	check_blob(c, path, ab[0], ab[1], name);
+}
+
+static void level2(struct ctx *c, const char *path, const char *name,
+		   void *arg)
+{
+	const char *ab[2] = {arg, name};
+
+	each_entry(path, level3, c, ab);
+}
+
+static void level1(struct ctx *c, const char *path, const char *name,
+		   void *arg)
+{
+	(void)arg;
+	each_entry(path, level2, c, (void *)name);
+}
+
+static void check_page(const char *index, const char *project,
+		       const struct db_page *p, void *vctx)
+{
+	struct ctx *c = vctx;
+
+	c->r->pages++;
+	if (p->status != 200)
+		return;
+	if (blob_exists(c->data_dir, p->json_sha) &&
+	    blob_exists(c->data_dir, p->html_sha))
+		return;
+	c->r->dangling_pages++;
+	fprintf(c->out, "dangling page: [%s] %s: rendering missing\n", index,
+		*project ? project : "(project list)");
+	if (c->repair && db_page_delete(c->db, index, project) == 0) {
+		c->r->repaired++;
+		fprintf(c->out, "repaired: forgot page [%s] %s\n", index,
+			project);
+	}
+}
+
+static void check_flight(const char *key, const char *tmp, void *vctx)
+{
+	struct ctx *c = vctx;
+
+	if (flight_locked(tmp))
+		return;
+	c->r->dead_flights++;
+	fprintf(c->out, "dead claim: %s (%s)\n", key, tmp);
+	if (c->repair && flight_reap(c->db, key, tmp) == 0) {
+		c->r->repaired++;
+		fprintf(c->out, "repaired: dropped claim %s\n", key);
+	}
+}
+
+static void check_temp(struct ctx *c, const char *path, const char *name,
+		       void *arg)
+{
+	size_t len = strlen(name);
+	int fd;
+
+	(void)arg;
+	if (len < 6 || strcmp(name + len - 5, ".part") != 0)
+		return;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		c->r->stray_temps++;
+		fprintf(c->out, "stray temp file: %s\n", path);
+		if (c->repair && unlink(path) == 0) {
+			c->r->repaired++;
+			fprintf(c->out, "repaired: removed %s\n", path);
+		}
+	}
+	close(fd);
+}
+
+int fsck_run(struct db *db, const char *data_dir, int repair, FILE *out,
+	     struct fsck_report *r)
+{
+	struct ctx c = {db, data_dir, repair, out, r};
+	char dir[PATH_MAX], msg[512];
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	if (db_check(db, msg, sizeof(msg))) {
+		r->db_bad = 1;
+		fprintf(out, "database: %s\n", msg);
+	}
+	snprintf(dir, sizeof(dir), "%s/blobs/sha256", data_dir);
+	each_entry(dir, level1, &c, NULL);
+	err = db_page_each(db, check_page, &c);
+	if (!err)
+		err = db_flight_each(db, check_flight, &c);
+	snprintf(dir, sizeof(dir), "%s/tmp", data_dir);
+	each_entry(dir, check_temp, &c, NULL);
+	fprintf(out, "%ld blobs, %ld bad; %ld pages, %ld dangling; %ld dead "
+		"claims; %ld stray temp files; database %s; %ld repaired\n",
+		r->blobs, r->bad_blobs, r->pages, r->dangling_pages,
+		r->dead_flights, r->stray_temps, r->db_bad ? "BAD" : "ok",
+		r->repaired);
+	return err;
+}
+
+int fsck_clean(const struct fsck_report *r)
+{
+	return !r->bad_blobs && !r->dangling_pages && !r->dead_flights &&
+	       !r->stray_temps && !r->db_bad;
+}

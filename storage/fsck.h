@@ -1,0 +1,37 @@
+/* fsck: checks the store against itself and the database.
+ *
+ * Every blob must hash to its name and sit at blobs/sha256/ab/cd/<hex>;
+ * every page row must point at renderings that exist; every flight claim
+ * must be held by a live fetcher; no temp file may be left unlocked; the
+ * SQLite database must pass quick_check. With repair, bad blobs are moved
+ * to DATA/quarantine/, dangling page rows are dropped (the page is fetched
+ * again), dead claims and orphaned temp files are removed.
+ */
+#ifndef LARDER_FSCK_H
+#define LARDER_FSCK_H
+
+#include <stdio.h>
+
+#include "storage/db.h"
+
+struct fsck_report {
+	long blobs;          /* blobs looked at */
+	long bad_blobs;      /* hash differs from name, or misplaced */
+	long pages;
+	long dangling_pages; /* rendering missing from the store */
+	long dead_flights;   /* claims nobody holds */
+	long stray_temps;    /* unlocked temp files */
+	long repaired;
+	int db_bad;          /* quick_check failed */
+};
+
+/* Checks data_dir (and repairs when repair is set), writing one line per
+ * finding to out. Returns 0 when the check ran (r says what it found), or
+ * an errno when it could not. */
+int fsck_run(struct db *db, const char *data_dir, int repair, FILE *out,
+	     struct fsck_report *r);
+
+/* Returns 1 when r found nothing wrong. */
+int fsck_clean(const struct fsck_report *r);
+
+#endif
