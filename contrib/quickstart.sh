@@ -30,8 +30,16 @@ fi
 "$top/contrib/deps.sh" build
 cd "$top"
 [ -x configure ] || ./autogen.sh >/dev/null
-[ -f Makefile ] || ./configure --sysconfdir=/etc --localstatedir=/var >/dev/null
-make -j2 >/dev/null
+if [ -f config.status ]; then
+	# configured in place by hand: use that build
+	make -j2 >/dev/null
+	larder="$top/larder"
+else
+	mkdir -p build
+	(cd build && { [ -f Makefile ] || ../configure --sysconfdir=/etc \
+		--localstatedir=/var >/dev/null; } && make -j2 >/dev/null)
+	larder="$top/build/larder"
+fi
 
 stop
 mkdir -p "$run/data" "$run/nginx"
@@ -50,7 +58,7 @@ upstream = $upstream
 type = virtual
 layers = pypi
 CONF
-./larder config check -c "$run/larder.conf" >/dev/null
+"$larder" config check -c "$run/larder.conf" >/dev/null
 
 user_line=""
 [ "$(id -u)" -eq 0 ] && user_line="user root;"
@@ -59,7 +67,7 @@ sed -e "s|@USER@|$user_line|" -e "s|@PREFIX@|$run/nginx|g" \
     -e "s|@FASTCGI@|unix:$run/larder.sock|" \
     conf/nginx-standalone.conf > "$run/nginx/nginx.conf"
 
-nohup ./larder serve -c "$run/larder.conf" --listen "unix:$run/larder.sock" \
+nohup "$larder" serve -c "$run/larder.conf" --listen "unix:$run/larder.sock" \
 	--workers 4 >"$run/larder.log" 2>&1 &
 echo $! > "$run/larder.pid"
 i=0

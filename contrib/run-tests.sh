@@ -1,53 +1,112 @@
 #!/bin/sh
-# Runs the whole test suite: installs what it needs (apt-get), builds,
-# runs the C unit tests and the integration tests (real nginx, real pip,
-# a stand-in upstream), and ends with one line "N passed, N failed".
+# Runs the whole test suite and ends with one line "N passed, N failed":
+#   1. installs what it needs (apt-get, contrib/deps.sh test);
+#   2. builds larder twice, out of tree: build/ (release) and build-asan/
+#      (--enable-debug: ASan, UBSan, leak checking);
+#   3. on each build, the C unit tests (make check) and the integration
+#      tests (real nginx, lighttpd, Apache, real pip, a stand-in upstream);
+#      any sanitizer report fails the run;
+#   4. every fuzz target for FUZZ_SECONDS (default 15).
 #
-#   contrib/run-tests.sh                 the whole suite
-#   contrib/run-tests.sh -k negotiation  integration tests matching a name
+#   contrib/run-tests.sh                  everything
+#   contrib/run-tests.sh -k negotiation   integration tests matching a name
+#   ASAN=0 FUZZ=0 contrib/run-tests.sh    release build only, no fuzzing
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-
-"$top/contrib/deps.sh" test || { echo "0 passed, 1 failed"; exit 1; }
-
 out="$top/tests/out"
 rm -rf "$out"
 mkdir -p "$out"
 
-build_failed=0
-{
-	[ -x configure ] || ./autogen.sh
-	[ -f Makefile ] || ./configure
-	make -j2
-} >"$out/build.log" 2>&1 || build_failed=1
-if [ $build_failed -ne 0 ]; then
-	tail -n 40 "$out/build.log"
+fail_early() {
+	echo "$1" >&2
 	echo "0 passed, 1 failed"
 	exit 1
+}
+
+"$top/contrib/deps.sh" test || fail_early "installing the test dependencies failed"
+[ -x configure ] || ./autogen.sh >"$out/autogen.log" 2>&1 ||
+	fail_early "autogen.sh failed: see $out/autogen.log"
+
+# build DIR [CONFIGURE-ARGS...]
+build() {
+	dir=$1
+	shift
+	mkdir -p "$dir"
+	(cd "$dir" && { [ -f Makefile ] || "$top/configure" "$@"; } &&
+		make -j2) >"$out/build-$(basename "$dir").log" 2>&1 || {
+		tail -n 30 "$out/build-$(basename "$dir").log"
+		fail_early "building in $dir failed"
+	}
+}
+
+if [ -f "$top/config.status" ]; then
+	# configured in the source tree by hand: out-of-tree builds are
+	# refused by automake, so test that build alone
+	echo "note: the source tree is configured in place; testing that build" \
+		"only (make distclean for the sanitizer pass)" >&2
+	make -j2 >"$out/build-intree.log" 2>&1 || fail_early "make failed"
+	builds="intree:$top"
+	ASAN=0
+else
+	build "$top/build"
+	builds="release:$top/build"
+	if [ "${ASAN:-1}" != 0 ]; then
+		build "$top/build-asan" --enable-debug
+		builds="$builds asan:$top/build-asan"
+	fi
 fi
 
-make -j2 check >"$out/unit.log" 2>&1
-unit_rc=$?
-cat tests/unit/*.log > "$out/unit-cases.log" 2>/dev/null || true
-[ $unit_rc -eq 0 ] || tail -n 40 "$out/unit.log"
+mkdir -p "$out/sanitizer"
+for b in $builds; do
+	name=${b%%:*}
+	dir=${b#*:}
+	echo "== $name build: unit tests"
+	if [ "$name" = asan ]; then
+		export ASAN_OPTIONS="detect_leaks=1:log_path=$out/sanitizer/asan"
+		export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$out/sanitizer/ubsan"
+	fi
+	(cd "$dir" && make -j2 check) >"$out/unit-$name.log" 2>&1 ||
+		tail -n 30 "$out/unit-$name.log"
+	cat "$dir"/tests/unit/*.log >"$out/unit-cases-$name.log" 2>/dev/null
+	echo "== $name build: integration tests"
+	LARDER_BIN="$dir/larder" /usr/bin/python3 -m pytest -p no:cacheprovider \
+		-q -rs --junitxml="$out/integration-$name.xml" \
+		tests/integration "$@"
+	unset ASAN_OPTIONS UBSAN_OPTIONS
+done
 
-LARDER_BIN="$top/larder" /usr/bin/python3 -m pytest -p no:cacheprovider \
-	-q -rs --junitxml="$out/integration.xml" tests/integration "$@"
+if [ "${FUZZ:-1}" != 0 ] && [ $# -eq 0 ]; then
+	echo "== fuzzing, ${FUZZ_SECONDS:-15} s per target"
+	fuzzdir=$(echo "$builds" | sed 's/^[a-z]*://; s/ .*//')
+	make -C "$fuzzdir" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-15}" \
+		>"$out/fuzz.log" 2>&1
+	grep '^fuzz ' "$out/fuzz.log"
+fi
 
-/usr/bin/python3 - "$out" "$unit_rc" <<'PY'
-import re, sys, xml.etree.ElementTree as ET
+/usr/bin/python3 - "$out" <<'PY'
+import glob, os, re, sys, xml.etree.ElementTree as ET
 out = sys.argv[1]
 passed = failed = skipped = 0
-for line in open(f"{out}/unit-cases.log", errors="replace"):
-    if re.match(r"^ok \d+", line):
-        passed += 1
-    elif re.match(r"^not ok \d+", line):
+for log in sorted(glob.glob(f"{out}/unit-cases-*.log")):
+    n_ok = n_bad = 0
+    for line in open(log, errors="replace"):
+        if re.match(r"^ok \d+", line):
+            n_ok += 1
+        elif re.match(r"^not ok \d+", line):
+            n_bad += 1
+    name = log.rsplit("-", 1)[1][:-4]
+    unit_log = open(f"{out}/unit-{name}.log", errors="replace").read()
+    if n_bad == 0 and re.search(r"^# (FAIL|ERROR): +[1-9]", unit_log, re.M):
+        n_bad = 1  # a unit test binary died before it could say "not ok"
+    passed += n_ok
+    failed += n_bad
+for xml in sorted(glob.glob(f"{out}/integration-*.xml")):
+    try:
+        root = ET.parse(xml).getroot()
+    except ET.ParseError:
         failed += 1
-if sys.argv[2] != "0" and failed == 0:
-    failed += 1  # a unit test binary died before it could say "not ok"
-try:
-    root = ET.parse(f"{out}/integration.xml").getroot()
+        continue
     for case in root.iter("testcase"):
         kinds = {c.tag for c in case}
         if kinds & {"failure", "error"}:
@@ -56,9 +115,20 @@ try:
             skipped += 1
         else:
             passed += 1
-except (OSError, ET.ParseError):
-    failed += 1
-print(f"unit and integration: {passed} passed, {failed} failed, {skipped} skipped")
+reports = sorted(glob.glob(f"{out}/sanitizer/*"))
+for r in reports:
+    print(f"sanitizer report {r}:")
+    print("".join(open(r, errors="replace").readlines()[:30]))
+failed += len(reports)
+if os.path.exists(f"{out}/fuzz.log"):
+    for line in open(f"{out}/fuzz.log", errors="replace"):
+        if line.startswith("fuzz "):
+            if ": ok," in line:
+                passed += 1
+            else:
+                failed += 1
+    if "FAILED" in open(f"{out}/fuzz.log", errors="replace").read() and failed == 0:
+        failed += 1
 print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
 sys.exit(1 if failed else 0)
 PY
