@@ -179,6 +179,13 @@ int worker_cgi(const struct conf *c)
 	struct req r;
 	int err;
 
+	sigset_t term;
+
+	/* lighttpd's mod_cgi sends SIGTERM as soon as it has the whole
+	 * response; finish the log line and the cleanup first. */
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigprocmask(SIG_BLOCK, &term, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	err = req_init(&r, NULL);
 	if (worker_open(&w, c, 1)) {

@@ -39,7 +39,6 @@ import pwd
 import re
 import shutil
 import signal
-import stat
 import subprocess
 import tempfile
 import time
@@ -232,14 +231,15 @@ def _pid_cmdline(pid):
 
 def fetcher_pids(data_dir):
     """Pids of `larder _fetch` processes working on a temp file under
-    data_dir (their fourth argument)."""
+    data_dir (one of their arguments)."""
     prefix = os.path.realpath(data_dir).encode() + b"/"
     out = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         argv = _pid_cmdline(int(name))
-        if len(argv) > 5 and argv[1] == b"_fetch" and argv[5].startswith(prefix):
+        if (len(argv) > 2 and argv[1] == b"_fetch" and
+                any(a.startswith(prefix) for a in argv[2:])):
             out.append(int(name))
     return out
 
@@ -464,7 +464,8 @@ class LighttpdFrontend(Frontend):
         self.prepare_data_dir()
         self.write_config()
         out = os.path.join(self.sdir, "lighttpd.out")
-        self.logs.append(("lighttpd stdout/stderr", out))
+        if ("lighttpd stdout/stderr", out) not in self.logs:
+            self.logs.append(("lighttpd stdout/stderr", out))
         self.proc = self._popen([LIGHTTPD, "-D", "-f", self.conf], out)
         self._wait(timeout, "lighttpd", self.error_log)
         return self
@@ -602,7 +603,8 @@ class ApacheFrontend(Frontend):
         try:
             self.write_config()
             out = os.path.join(self.sdir, "apache.out")
-            self.logs.append(("apache stdout/stderr", out))
+            if ("apache stdout/stderr", out) not in self.logs:
+                self.logs.append(("apache stdout/stderr", out))
             self.proc = self._popen([APACHE, "-f", self.conf, "-DFOREGROUND"], out)
             self._wait(timeout, "apache", self.error_log)
         except BaseException:
