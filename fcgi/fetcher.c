@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -164,6 +165,9 @@ static int spawn(struct worker *w, const struct fetcher_want *want,
 
 struct tail {
 	int fd;           /* what we read: the temp file, then the blob */
+	int prev;         /* the file the bytes sent so far came from, when
+			   * fd is another one whose start is not yet known
+			   * to hold the same bytes; -1 */
 	int in;           /* inotify descriptor, -1 when unavailable */
 	long long off;    /* bytes sent */
 	long long size;   /* Content-Length, -1 until known */
@@ -171,14 +175,55 @@ struct tail {
 	char sha[65];     /* the committed blob */
 };
 
+/* Makes fd the file t reads from. The bytes already sent came from the
+ * old file; when fd is another file (a fetch that took over from a dead
+ * one, or the blob a later fetch committed), the old one is kept as
+ * t->prev until the new one is seen to start with the same bytes
+ * (same_start), since only the last fetch's bytes are verified. */
+static void switch_to(struct tail *t, int fd)
+{
+	struct stat a, b;
+
+	if (t->fd < 0) {
+		t->fd = fd;
+		return;
+	}
+	if (t->off > 0 && t->prev < 0 &&
+	    (fd < 0 || fstat(t->fd, &a) < 0 || fstat(fd, &b) < 0 ||
+	     a.st_dev != b.st_dev || a.st_ino != b.st_ino))
+		t->prev = t->fd;
+	else
+		close(t->fd); /* same file, or t->prev already holds them */
+	t->fd = fd;
+}
+
+/* Whether a and b hold the same first n bytes. buf has room for 2 * half. */
+static int same_start(int a, int b, long long n, char *buf, size_t half)
+{
+	long long off = 0;
+	ssize_t x, y;
+
+	while (off < n) {
+		size_t want = (size_t)(n - off) < half ? (size_t)(n - off) : half;
+
+		x = pread(a, buf, want, off);
+		y = pread(b, buf + half, want, off);
+		if (x <= 0 || x != y || memcmp(buf, buf + half, (size_t)x) != 0)
+			return 0;
+		off += x;
+	}
+	return 1;
+}
+
 /* Opens the temp file of flight f to read and watches it. */
 static int follow(struct tail *t, struct flight *f)
 {
-	if (t->fd >= 0)
-		close(t->fd);
-	t->fd = open(f->tmp, O_RDONLY | O_CLOEXEC);
-	if (t->fd < 0)
-		return errno;
+	int fd = open(f->tmp, O_RDONLY | O_CLOEXEC);
+	int err = fd < 0 ? errno : 0;
+
+	switch_to(t, fd);
+	if (fd < 0)
+		return err;
 	if (t->in >= 0) {
 		close(t->in);
 		t->in = -1;
@@ -209,6 +254,17 @@ static void wait_change(struct tail *t)
 		}
 }
 
+/* Whether a row for key names another temp file than tmp: someone
+ * started the fetch again. */
+static int restarted_elsewhere(struct worker *w, const char *key,
+			       const char *tmp)
+{
+	struct db_flight row;
+
+	return db_flight_get(w->db, key, &row) == 0 &&
+	       strcmp(row.tmp, tmp) != 0;
+}
+
 /* The fetcher of f has let go: decides what happened. Returns 0 when the
  * blob is committed (t switched to it), EAGAIN when the fetcher died and a
  * new fetch is being followed, or an errno with reason. */
@@ -225,8 +281,11 @@ static int settle(struct worker *w, const struct fetcher_want *want,
 		 * the rename, and is harmless to clear */
 		if (flight_pending(w->db, f))
 			flight_reap(w->db, f->key, f->tmp);
-	} else if (flight_pending(w->db, f)) {
-		/* row stands, lock free: the fetcher died */
+	} else if (flight_pending(w->db, f) ||
+		   restarted_elsewhere(w, want->key, f->tmp)) {
+		/* row stands, lock free: the fetcher died; or another
+		 * requester found it dead first and started again, and we
+		 * follow that fetch instead of failing */
 		if (++*restarts > MAX_RESTARTS) {
 			snprintf(err, errlen, "%s: fetcher keeps dying",
 				 want->key);
@@ -239,6 +298,8 @@ static int settle(struct worker *w, const struct fetcher_want *want,
 			rc = spawn(w, want, f);
 		if (!rc)
 			rc = follow(t, f);
+		if (rc == ENOENT) /* that fetch is over already */
+			return settle(w, want, f, t, restarts, err, errlen);
 		if (rc) {
 			snprintf(err, errlen, "%s: restarting the fetch: %s",
 				 want->key, strerror(rc));
@@ -266,10 +327,26 @@ static int settle(struct worker *w, const struct fetcher_want *want,
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return errno;
 	}
-	close(t->fd);
-	t->fd = fd;
+	switch_to(t, fd);
 	t->done = 1;
 	return 0;
+}
+
+/* While a miss streams, a worker that dies (SIGKILL, the OOM killer,
+ * mod_fcgid's busy timeout, `larder serve` killed) must reset its FastCGI
+ * connection, not close it: nginx takes a plain FIN as the normal end of
+ * the body and leaves the client waiting for the missing bytes until its
+ * keepalive timeout. With zero linger, the close the kernel does when the
+ * process dies sends a RST, and the web server cuts the client off at
+ * once. Disarmed before a normal end, so that no byte still queued for
+ * the web server is thrown away. */
+static void reset_if_killed(struct req *r, int armed)
+{
+	struct linger l = {.l_onoff = armed, .l_linger = 0};
+
+	if (r->fcgx && !r->aborted)
+		setsockopt(r->fcgx->ipcFd, SOL_SOCKET, SO_LINGER, &l,
+			   sizeof(l));
 }
 
 static int send_headers(struct req *r, const struct fetcher_want *want,
@@ -289,11 +366,11 @@ int fetcher_serve(struct worker *w, struct req *r,
 		  const struct fetcher_want *want, char sha256[65], char *err,
 		  size_t errlen)
 {
-	struct tail t = {.fd = -1, .in = -1, .size = want->size};
+	struct tail t = {.fd = -1, .prev = -1, .in = -1, .size = want->size};
 	struct flight f;
 	struct stat st;
 	char *chunk = NULL;
-	long long limit, avail;
+	long long limit, avail, seen = 0;
 	time_t last_progress = time(NULL);
 	int restarts = 0, owner, rc;
 	ssize_t n;
@@ -349,12 +426,35 @@ int fetcher_serve(struct worker *w, struct req *r,
 			t.size = f.size;
 		if (t.done && t.size < 0 && fstat(t.fd, &st) == 0)
 			t.size = st.st_size;
-		if (t.size >= 0 && !r->started && send_headers(r, want, &t))
-			break;
+		if (t.size >= 0 && !r->started) {
+			if (send_headers(r, want, &t))
+				break;
+			reset_if_killed(r, 1);
+		}
 		if (fstat(t.fd, &st) < 0)
 			break;
 		avail = st.st_size;
+		if (avail != seen) { /* the fetch is moving */
+			seen = avail;
+			last_progress = time(NULL);
+		}
+		if (t.prev >= 0 && (avail >= t.off || t.done)) {
+			/* Another fetch took over: go on only if it starts
+			 * with the bytes this client already has. */
+			if (avail < t.off ||
+			    !same_start(t.prev, t.fd, t.off, chunk, CHUNK / 2)) {
+				snprintf(err, errlen, "%s: the fetch that took "
+					 "over got other bytes than were sent",
+					 want->key);
+				rc = EIO;
+				goto fail;
+			}
+			close(t.prev);
+			t.prev = -1;
+		}
 		limit = t.size < 0 ? 0 : t.done ? t.size : t.size - 1;
+		if (t.prev >= 0)
+			limit = t.off; /* nothing more until checked */
 		if (avail < limit)
 			limit = avail;
 		while (r->started && t.off < limit) {
@@ -405,9 +505,13 @@ fail:
 		rc = 0;
 	}
 out:
+	if (r->started)
+		reset_if_killed(r, 0);
 	free(chunk);
 	if (t.fd >= 0)
 		close(t.fd);
+	if (t.prev >= 0)
+		close(t.prev);
 	if (t.in >= 0)
 		close(t.in);
 	return rc;

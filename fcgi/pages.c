@@ -194,21 +194,51 @@ static void wait_flight(struct worker *w, struct flight *f)
 	}
 }
 
-/* Makes one cache index's page usable, through the single-flight gate. */
+/* Whether the page row changed since we looked at it (seen, or nothing
+ * when !had): some other process refreshed it in the meantime. */
+static int renewed(int had, const struct db_page *seen,
+		   const struct db_page *p)
+{
+	return !had || p->fetched_at != seen->fetched_at ||
+	       p->status != seen->status;
+}
+
+/* Makes one cache index's page usable, through the single-flight gate.
+ *
+ * A requester that waited on another process's refresh takes what that
+ * refresh left (renewed, or stale when upstream failed) instead of asking
+ * upstream again: a burst on a stale page costs one upstream request even
+ * when the refreshed page is stale again by the time the waiters look
+ * (a TTL of a second or less, or no-store). */
 static int cache_get(struct worker *w, const struct conf_index *ix,
 		     const char *project, struct db_page *p,
 		     const char **cache, char *err, size_t errlen)
 {
 	struct flight f;
+	struct db_page seen;
 	char key[512];
-	int have, owner, rc;
+	int have, had = 0, waited = 0, owner, rc;
 
+	memset(&seen, 0, sizeof(seen));
 	for (int round = 0; round < 3; round++) {
 		have = db_page_get(w->db, ix->name, project, p) == 0;
 		if (have && fresh(p, time(NULL))) {
 			*cache = round ? "MISS" : "HIT";
 			return p->status == 200 ? 0 : ENOENT;
 		}
+		if (have && waited) {
+			if (renewed(had, &seen, p)) {
+				*cache = "MISS";
+				return p->status == 200 ? 0 : ENOENT;
+			}
+			if (stale_ok(w, p, time(NULL))) {
+				*cache = "STALE";
+				return 0;
+			}
+		}
+		had = have;
+		if (have)
+			seen = *p;
 		snprintf(key, sizeof(key), "page:%s:%s", ix->name, project);
 		rc = flight_claim(w->db, w->conf->data_dir, key, -1, &owner,
 				  &f);
@@ -219,11 +249,12 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 		}
 		if (!owner) {
 			wait_flight(w, &f);
+			waited = 1;
 			continue;
 		}
 		/* Someone may have finished just before we claimed. */
 		have = db_page_get(w->db, ix->name, project, p) == 0;
-		if (have && fresh(p, time(NULL))) {
+		if (have && (fresh(p, time(NULL)) || renewed(had, &seen, p))) {
 			*cache = "HIT";
 			rc = 0;
 		} else {

@@ -176,10 +176,9 @@ int worker_fcgi(const struct conf *c, int listen_fd)
 int worker_cgi(const struct conf *c)
 {
 	struct worker w;
+	sigset_t term;
 	struct req r;
 	int err;
-
-	sigset_t term;
 
 	/* lighttpd's mod_cgi sends SIGTERM as soon as it has the whole
 	 * response; finish the log line and the cleanup first. */

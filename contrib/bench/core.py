@@ -115,9 +115,9 @@ class BenchNginx(stack.Nginx):
 
 # ---------------------------------------------------------------- /proc
 
-def group_ticks(pgid):
-    """utime + stime, in clock ticks, of the live processes in group pgid."""
-    total = 0
+def proc_ticks():
+    """{pid: (pgrp, comm, utime + stime in clock ticks)} of every live process."""
+    out = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -126,42 +126,72 @@ def group_ticks(pgid):
                 stat = f.read()
         except OSError:
             continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2:].split()
         # fields[0] is field 3 (state): pgrp is field 5, utime 14, stime 15.
-        if int(fields[2]) == pgid:
-            total += int(fields[11]) + int(fields[12])
-    return total
+        out[int(pid)] = (int(fields[2]), comm, int(fields[11]) + int(fields[12]))
+    return out
 
 
 def machine_ticks():
-    """(busy, total) ticks over all CPUs since boot, from /proc/stat."""
+    """{user, system, softirq, idle, total} ticks over all CPUs since boot,
+    from /proc/stat (nice counts as user, iowait as idle)."""
     with open("/proc/stat") as f:
-        parts = [int(x) for x in f.readline().split()[1:]]
-    idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
-    return sum(parts) - idle, sum(parts)
+        v = [int(x) for x in f.readline().split()[1:]] + [0] * 10
+    return {"user": v[0] + v[1], "system": v[2], "softirq": v[6] + v[5],
+            "idle": v[3] + v[4], "total": sum(v[:8])}
 
 
 class CpuMeter:
-    """CPU seconds of larder's and nginx's process groups and of our reaped
-    children (the clients) between start() and stop()."""
+    """CPU seconds between start() and stop() of larder's and nginx's process
+    groups, of our reaped children (the clients: wrk, curl), and of everything
+    else alive on the machine ("other", with the busiest commands named), plus
+    how the machine's CPUs spent the time. A process that exits in between
+    (a larder worker reaching max_requests) takes its last ticks with it."""
 
-    def __init__(self, larder_pgid, nginx_pgid):
-        self.groups = {"larder": larder_pgid, "nginx": nginx_pgid}
+    def __init__(self, larder_pgid, nginx_pgid, standin_pgid):
+        self.groups = {"larder": larder_pgid, "nginx": nginx_pgid,
+                       "standin": standin_pgid}
 
     def start(self):
-        self.t0 = {k: group_ticks(g) for k, g in self.groups.items()}
+        self.p0 = proc_ticks()
         ru = resource.getrusage(resource.RUSAGE_CHILDREN)
         self.c0 = ru.ru_utime + ru.ru_stime
         self.m0 = machine_ticks()
 
     def stop(self):
-        out = {k: (group_ticks(g) - self.t0[k]) / CLK_TCK for k, g in self.groups.items()}
+        p1 = proc_ticks()
         ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-        out["client"] = ru.ru_utime + ru.ru_stime - self.c0
         m1 = machine_ticks()
-        busy, total = m1[0] - self.m0[0], m1[1] - self.m0[1]
-        out["machine_busy"] = busy / total if total else 0.0
-        return {k: round(v, 3) for k, v in out.items()}
+        out = {"larder": 0.0, "nginx": 0.0, "standin": 0.0, "other": 0.0}
+        others = {}
+        me = os.getpgrp()
+        for pid, (pgrp, comm, ticks) in p1.items():
+            before = self.p0.get(pid)
+            used = (ticks - before[2] if before else ticks) / CLK_TCK
+            who = [k for k, g in self.groups.items() if g == pgrp]
+            if who:
+                out[who[0]] += used
+            elif pgrp != me and used > 0:
+                out["other"] += used
+                others[comm] = others.get(comm, 0.0) + used
+        out["client"] = ru.ru_utime + ru.ru_stime - self.c0
+        d = {k: m1[k] - self.m0[k] for k in m1}
+        total = d.pop("total") or 1
+        # Shares of all CPUs' time: what the machine as a whole did,
+        # including the kernel's loopback work (softirq) that no process
+        # is charged for, and whatever else runs on a shared machine.
+        for k, v in d.items():
+            out["machine_" + k] = v / total
+        # Everything not ours, short-lived processes included: the user and
+        # system time of all CPUs less what our three parties were charged.
+        ours = out["larder"] + out["nginx"] + out["standin"] + out["client"]
+        out["machine_other"] = max(0.0, (d["user"] + d["system"]) / CLK_TCK - ours) \
+            * CLK_TCK / total
+        res = {k: round(v, 3) for k, v in out.items()}
+        res["other_top"] = sorted(((round(v, 2), k) for k, v in others.items()),
+                                  reverse=True)[:3]
+        return res
 
 
 # ---------------------------------------------------------------- clients
@@ -441,7 +471,7 @@ def measure(args, ngx, larder, st, static_dir, big, big_sha, big_size):
     log("wheel %s: %d bytes" % (urlsplit(wheel_url).path, big_size))
     upstream_before = st.counters()
 
-    meter = CpuMeter(larder.proc.pid, ngx.proc.pid)
+    meter = CpuMeter(larder.proc.pid, ngx.proc.pid, st.proc.pid)
     rounds = []
     for i in range(args.rounds):
         order = ("static", "larder") if i % 2 == 0 else ("larder", "static")
@@ -530,8 +560,19 @@ def report(res, args):
         for side in ("larder", "static"):
             parts = ["%s %.0f" % (who, cpu_per_1000(res["rounds"], wl, side, who))
                      for who in ("larder", "nginx", "client")]
-            busy = statistics.median(r[wl][side]["cpu_s"]["machine_busy"] for r in res["rounds"])
-            print("  %-5s %-6s %s; machine %.0f%% busy" % (wl, side, ", ".join(parts), busy * 100))
+            share = {k: statistics.median(r[wl][side]["cpu_s"]["machine_" + k]
+                                          for r in res["rounds"]) * 100
+                     for k in ("user", "system", "softirq", "idle")}
+            print("  %-5s %-6s %s; machine: %.0f%% user, %.0f%% system, %.0f%% softirq, "
+                  "%.0f%% idle" % (wl, side, ", ".join(parts), share["user"], share["system"],
+                                   share["softirq"], share["idle"]))
+    other = max(r[wl][side]["cpu_s"]["machine_other"] for r in res["rounds"]
+                for wl in ("page", "wheel") for side in ("larder", "static"))
+    res["max_other_share"] = round(other, 3)
+    if other > 0.10:
+        print()
+        print("WARNING: up to %.0f%% of the machine's CPU time went to other processes during "
+              "a measurement: the figures are suspect." % (other * 100))
     if res["machine"]["larder_sanitizers"]:
         print()
         print("NOTE: %s is a sanitizer (--enable-debug) build; its figures do not "
@@ -587,7 +628,8 @@ def main(argv=None):
         raise KeyboardInterrupt("signal %d" % sig)
     signal.signal(signal.SIGTERM, on_signal)
 
-    info = machine_info(stack.NGINX, os.path.abspath(args.larder))
+    args.larder = os.path.abspath(args.larder)
+    info = machine_info(stack.NGINX, args.larder)
     work = tempfile.mkdtemp(prefix="larder-bench-")
     status = 0
     try:
@@ -604,7 +646,8 @@ def main(argv=None):
         }
         res["ok"] = True
         report(res, args)
-    except BenchError as e:
+    except (BenchError, RuntimeError, OSError) as e:
+        # RuntimeError: a piece of the stack would not start (stack.py).
         sys.stderr.write("bench: FAILED: %s\n" % e)
         res = {"ok": False, "error": str(e), "machine": info}
         status = 1
