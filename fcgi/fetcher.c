@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -294,6 +293,15 @@ static int settle(struct worker *w, const struct fetcher_want *want,
 		flight_reap(w->db, f->key, f->tmp);
 		rc = flight_claim(w->db, w->conf->data_dir, want->key,
 				  want->size, &owner, f);
+		if (!rc && owner && *want->expect &&
+		    blob_exists(w->conf->data_dir, want->expect)) {
+			/* the fetch we saw restarted has committed since */
+			flight_done(w->db, f);
+			unlink(f->tmp);
+			close(f->fd);
+			f->fd = -1;
+			return settle(w, want, f, t, restarts, err, errlen);
+		}
 		if (!rc && owner)
 			rc = spawn(w, want, f);
 		if (!rc)
@@ -330,23 +338,6 @@ static int settle(struct worker *w, const struct fetcher_want *want,
 	switch_to(t, fd);
 	t->done = 1;
 	return 0;
-}
-
-/* While a miss streams, a worker that dies (SIGKILL, the OOM killer,
- * mod_fcgid's busy timeout, `larder serve` killed) must reset its FastCGI
- * connection, not close it: nginx takes a plain FIN as the normal end of
- * the body and leaves the client waiting for the missing bytes until its
- * keepalive timeout. With zero linger, the close the kernel does when the
- * process dies sends a RST, and the web server cuts the client off at
- * once. Disarmed before a normal end, so that no byte still queued for
- * the web server is thrown away. */
-static void reset_if_killed(struct req *r, int armed)
-{
-	struct linger l = {.l_onoff = armed, .l_linger = 0};
-
-	if (r->fcgx && !r->aborted)
-		setsockopt(r->fcgx->ipcFd, SOL_SOCKET, SO_LINGER, &l,
-			   sizeof(l));
 }
 
 static int send_headers(struct req *r, const struct fetcher_want *want,
@@ -429,7 +420,6 @@ int fetcher_serve(struct worker *w, struct req *r,
 		if (t.size >= 0 && !r->started) {
 			if (send_headers(r, want, &t))
 				break;
-			reset_if_killed(r, 1);
 		}
 		if (fstat(t.fd, &st) < 0)
 			break;
@@ -505,8 +495,6 @@ fail:
 		rc = 0;
 	}
 out:
-	if (r->started)
-		reset_if_killed(r, 0);
 	free(chunk);
 	if (t.fd >= 0)
 		close(t.fd);

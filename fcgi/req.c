@@ -134,6 +134,23 @@ static const char *reason_phrase(int status)
 	}
 }
 
+/* Zero linger: the close the kernel does for a dying process sends RST. */
+static void reset_on_close(struct req *r, int on)
+{
+	struct linger l = {.l_onoff = on, .l_linger = 0};
+
+	/* after req_abort() the descriptor is /dev/null: this fails, fine */
+	if (r->fcgx)
+		setsockopt(r->fcgx->ipcFd, SOL_SOCKET, SO_LINGER, &l,
+			   sizeof(l));
+}
+
+void req_finish(struct req *r)
+{
+	if (r->started)
+		reset_on_close(r, 0);
+}
+
 int req_start(struct req *r, int status)
 {
 	char line[64];
@@ -142,6 +159,7 @@ int req_start(struct req *r, int status)
 	if (r->started)
 		return 0;
 	r->started = 1;
+	reset_on_close(r, 1);
 	r->status = status;
 	if (r->cache)
 		req_header(r, "X-Larder-Cache", "%s", r->cache);
@@ -212,7 +230,6 @@ void req_abort(struct req *r)
 		return;
 	r->aborted = 1;
 	if (r->fcgx) {
-		struct linger hard = {.l_onoff = 1, .l_linger = 0};
 		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 		/* Reset the connection, with no FCGI_END_REQUEST: the web
@@ -220,8 +237,7 @@ void req_abort(struct req *r)
 		 * at once (a plain FIN reads as a normal end to nginx). The
 		 * descriptor number stays taken by /dev/null, so libfcgi's
 		 * own close later cannot hit a reused descriptor. */
-		setsockopt(r->fcgx->ipcFd, SOL_SOCKET, SO_LINGER, &hard,
-			   sizeof(hard));
+		reset_on_close(r, 1);
 		if (nul >= 0) {
 			dup2(nul, r->fcgx->ipcFd);
 			close(nul);

@@ -52,8 +52,17 @@ const char *req_env(const struct req *r, const char *name);
 int req_header(struct req *r, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Sends the status line and headers. Returns 0 or EPIPE. */
+/* Sends the status line and headers. Returns 0 or EPIPE. From here until
+ * req_finish(), a worker that dies (killed, OOM, mod_fcgid's busy timeout)
+ * resets its FastCGI connection rather than closing it, so the web server
+ * cuts the client off at once instead of taking the close for the normal
+ * end of a short body. */
 int req_start(struct req *r, int status);
+
+/* Ends the response normally: no reset on close any more, so no byte
+ * still queued for the web server is thrown away. Call before
+ * FCGX_Finish_r(). */
+void req_finish(struct req *r);
 
 /* Writes body bytes (nothing for HEAD). Returns 0 or EPIPE. */
 int req_write(struct req *r, const void *p, size_t n);

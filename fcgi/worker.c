@@ -164,6 +164,7 @@ int worker_fcgi(const struct conf *c, int listen_fd)
 		}
 		err = req_init(&r, &fr);
 		answer(&w, &r, err);
+		req_finish(&r);
 		req_free(&r);
 		FCGX_Finish_r(&fr);
 		if (++served % 256 == 0)
