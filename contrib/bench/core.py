@@ -555,6 +555,18 @@ def report(res, args):
     for r in table:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
     print()
+    print("per round (other: the largest share of the machine's CPU time that went to other")
+    print("processes during one of the round's four measurements)")
+    for i, r in enumerate(res["rounds"]):
+        other = max(r[wl][side]["cpu_s"]["machine_other"]
+                    for wl in ("page", "wheel") for side in ("larder", "static"))
+        print("  %d  %-13s page %6.0f / %6.0f req/s = %.2f   wheel %6.0f / %6.0f MB/s = %.2f"
+              "   other %2.0f%%" % (
+                  i + 1, "+".join(r["order"]), r["page"]["larder"]["req_per_s"],
+                  r["page"]["static"]["req_per_s"], r["page"]["ratio"],
+                  r["wheel"]["larder"]["mb_per_s"], r["wheel"]["static"]["mb_per_s"],
+                  r["wheel"]["ratio"], other * 100))
+    print()
     print("CPU (median): page in ms per 1000 requests, wheel in ms per GB")
     for wl in ("page", "wheel"):
         for side in ("larder", "static"):
@@ -598,7 +610,7 @@ def main(argv=None):
     ap.add_argument("--clients", type=int, default=8, help="parallel curl clients (8)")
     ap.add_argument("--threads", type=int, default=2, help="wrk threads (2)")
     ap.add_argument("--connections", type=int, default=32, help="wrk connections (32)")
-    ap.add_argument("--larder-workers", type=int, default=2, help="larder serve --workers (2)")
+    ap.add_argument("--larder-workers", type=int, default=4, help="larder serve --workers (4, the config default)")
     ap.add_argument("--nginx-workers", type=int, default=os.cpu_count() or 1,
                     help="nginx worker_processes (the CPU count, as `auto`)")
     ap.add_argument("--cache-ttl", type=int, default=86400,
