@@ -6,11 +6,12 @@
 #   3. on each build, the C unit tests (make check) and the integration
 #      tests (real nginx, lighttpd, Apache, real pip, a stand-in upstream);
 #      any sanitizer report fails the run;
-#   4. every fuzz target for FUZZ_SECONDS (default 15).
+#   4. every fuzz target for FUZZ_SECONDS (default 15);
+#   5. every benchmark once on tiny inputs (make bench-smoke).
 #
 #   contrib/run-tests.sh                  everything
 #   contrib/run-tests.sh -k negotiation   integration tests matching a name
-#   ASAN=0 FUZZ=0 contrib/run-tests.sh    release build only, no fuzzing
+#   ASAN=0 FUZZ=0 BENCH=0 contrib/run-tests.sh   release build only
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -84,6 +85,17 @@ if [ "${FUZZ:-1}" != 0 ] && [ $# -eq 0 ]; then
 	grep '^fuzz ' "$out/fuzz.log"
 fi
 
+if [ "${BENCH:-1}" != 0 ] && [ $# -eq 0 ]; then
+	echo "== benchmark smoke run (proves they run; no figures)"
+	benchdir=$(echo "$builds" | sed 's/^[a-z]*://; s/ .*//')
+	if make -C "$benchdir" bench-smoke >"$out/bench-smoke.log" 2>&1; then
+		echo "bench-smoke: ok" | tee -a "$out/bench-smoke.log"
+	else
+		tail -n 30 "$out/bench-smoke.log"
+		echo "bench-smoke: FAILED" | tee -a "$out/bench-smoke.log"
+	fi
+fi
+
 /usr/bin/python3 - "$out" <<'PY'
 import glob, os, re, sys, xml.etree.ElementTree as ET
 out = sys.argv[1]
@@ -128,6 +140,11 @@ if os.path.exists(f"{out}/fuzz.log"):
             else:
                 failed += 1
     if "FAILED" in open(f"{out}/fuzz.log", errors="replace").read() and failed == 0:
+        failed += 1
+if os.path.exists(f"{out}/bench-smoke.log"):
+    if "bench-smoke: ok" in open(f"{out}/bench-smoke.log", errors="replace").read():
+        passed += 1
+    else:
         failed += 1
 print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
 sys.exit(1 if failed else 0)

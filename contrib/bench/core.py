@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The core benchmark: larder's warm path against nginx serving the same bytes.
 
 With the cache warm, in one run and on one nginx:
