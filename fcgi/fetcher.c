@@ -424,6 +424,14 @@ int fetcher_serve(struct worker *w, struct req *r,
 		if (fstat(t.fd, &st) < 0)
 			break;
 		avail = st.st_size;
+		if (t.done && avail != t.size) {
+			/* the committed blob is not the size we announced:
+			 * never end that as a complete response */
+			snprintf(err, errlen, "%s: size differs from the page",
+				 want->key);
+			rc = EIO;
+			goto fail;
+		}
 		if (avail != seen) { /* the fetch is moving */
 			seen = avail;
 			last_progress = time(NULL);

@@ -67,12 +67,19 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 
 	buf_init(&json, (size_t)w->conf->max_page_size * 2);
 	buf_init(&html, (size_t)w->conf->max_page_size * 2);
-	if (strstr(f->content_type, "json"))
+	if (strstr(f->content_type, "json")) {
 		rc = simple_parse_json(f->body.data, f->body.len, &o, is_list,
 				       &page, err, errlen);
-	else
+	} else if (!*f->content_type || strstr(f->content_type, "html")) {
 		rc = html_parse_simple(f->body.data, f->body.len, &o, is_list,
 				       &page, err, errlen);
+	} else {
+		/* the HTML parser takes any bytes: don't let a stray
+		 * text/plain or image replace a good page with an empty one */
+		snprintf(err, errlen, "%s: not a simple index page (%.60s)",
+			 f->url, f->content_type);
+		rc = EPROTO;
+	}
 	if (rc)
 		goto out;
 	if (page.dropped)

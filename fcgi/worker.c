@@ -67,7 +67,9 @@ static void redirect(struct worker *w, struct req *r, const char *location)
 	struct buf url;
 	const char *body = "moved\n";
 
-	buf_init(&url, ROUTE_MAX_PATH * 2 + 16384);
+	/* what fits in the web server's header buffer (nginx's
+	 * fastcgi_buffer_size is 4 KiB): past that, a clear 414 */
+	buf_init(&url, 3072);
 	if (req_url(r, w->conf->trust_forwarded, location, &url) ||
 	    (*r->query && buf_addf(&url, "?%s", r->query))) {
 		buf_free(&url);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -169,6 +170,8 @@ int blob_put(const char *data_dir, const void *p, size_t n, char sha256[65])
 	err = blob_tmp(data_dir, tmp, sizeof(tmp), &fd);
 	if (err)
 		return err;
+	/* locked like every temp file in use, so a sweep or fsck leaves it */
+	flock(fd, LOCK_EX);
 	while (left) {
 		w = write(fd, c, left);
 		if (w < 0 && errno == EINTR)

@@ -11,6 +11,7 @@
 
 #include <curl/curl.h>
 
+#include "common/log.h"
 #include "common/sha256.h"
 #include "common/url.h"
 #include "storage/fetch.h"
@@ -41,18 +42,36 @@ struct head {
 	long long range_total;
 	time_t start;
 	long first_byte_timeout;
+	long idle_timeout;
+	curl_off_t seen;         /* body bytes at the last progress call */
+	time_t moved;            /* when a header or body byte last came */
+	int idle;                /* aborted: idle_timeout passed */
 	struct fetch_page *page; /* page fetches: where validators go */
 };
 
-/* Fails an attempt that connected but got no answer in time. */
+/* Fails an attempt that connected but got no answer in time, or that has
+ * gone idle_timeout seconds without a byte. (libcurl's low-speed check
+ * averages over a window of about five seconds, so after a burst it fires
+ * that much late; it stays as a backstop.) */
 static int progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow,
 		    curl_off_t ultotal, curl_off_t ulnow)
 {
 	struct head *h = ctx;
+	time_t now = time(NULL);
 
-	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
-	return !h->answered && h->first_byte_timeout > 0 &&
-	       time(NULL) - h->start > h->first_byte_timeout;
+	(void)dltotal, (void)ultotal, (void)ulnow;
+	if (dlnow != h->seen) {
+		h->seen = dlnow;
+		h->moved = now;
+	}
+	if (!h->answered)
+		return h->first_byte_timeout > 0 &&
+		       now - h->start > h->first_byte_timeout;
+	if (h->idle_timeout > 0 && now - h->moved > h->idle_timeout) {
+		h->idle = 1;
+		return 1;
+	}
+	return 0;
 }
 
 /* Copies a header's value (trimmed) when line is "name: value". */
@@ -84,6 +103,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 	size_t len = size * n;
 	char v[256];
 
+	h->moved = time(NULL);
 	if (len > 5 && strncmp(p, "HTTP/", 5) == 0) {
 		h->answered = 1;
 		h->retry_after = -1;
@@ -130,8 +150,9 @@ static void setup(CURL *c, const struct fetch_opts *o, const char *url,
 	h->page = page;
 	h->retry_after = -1;
 	h->range_start = h->range_total = -1;
-	h->start = time(NULL);
+	h->start = h->moved = time(NULL);
 	h->first_byte_timeout = o->first_byte_timeout;
+	h->idle_timeout = o->idle_timeout;
 	errbuf[0] = '\0';
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
@@ -151,9 +172,14 @@ static void setup(CURL *c, const struct fetch_opts *o, const char *url,
 }
 
 /* Maps a libcurl failure to an errno and a reason. */
-static int curl_errno(CURLcode rc, const char *errbuf, const char *url,
-		      char *err, size_t errlen)
+static int curl_errno(CURLcode rc, const struct head *h, const char *errbuf,
+		      const char *url, char *err, size_t errlen)
 {
+	if (rc == CURLE_ABORTED_BY_CALLBACK && h->idle) {
+		snprintf(err, errlen, "%s: no data for %ld seconds", url,
+			 h->idle_timeout);
+		return ETIMEDOUT;
+	}
 	if (rc == CURLE_ABORTED_BY_CALLBACK) {
 		snprintf(err, errlen, "%s: no answer in time", url);
 		return ETIMEDOUT;
@@ -313,7 +339,7 @@ int fetch_page(const struct fetch_opts *o, const char *url,
 			break;
 		}
 		if (rc != CURLE_OK) {
-			ret = curl_errno(rc, errbuf, r->url, err, errlen);
+			ret = curl_errno(rc, &h, errbuf, r->url, err, errlen);
 			if (transient_curl(rc) && attempt < o->retries &&
 			    backoff(attempt++, -1) == 0)
 				continue;
@@ -459,6 +485,12 @@ int fetch_file(const struct fetch_opts *o, const char *url, int fd,
 			ret = f.write_err;
 			snprintf(err, errlen, "%s: writing the temp file: %s",
 				 url, strerror(ret));
+			/* Give the space back at once: the caller drops the
+			 * file, but its blocks stay taken while anyone (a
+			 * tailer, the caller) has it open, and on a full disk
+			 * recording the failure needs room. */
+			if (ftruncate(fd, 0) != 0)
+				log_warn(errno, url, "truncating the temp file");
 			break;
 		}
 		if (is_redirect(status)) {
@@ -481,7 +513,7 @@ int fetch_file(const struct fetch_opts *o, const char *url, int fd,
 			break;
 		}
 		if (rc != CURLE_OK) {
-			ret = curl_errno(rc, errbuf, url, err, errlen);
+			ret = curl_errno(rc, &h, errbuf, url, err, errlen);
 			if (transient_curl(rc) && attempt < o->retries &&
 			    backoff(attempt++, -1) == 0)
 				continue;

@@ -56,7 +56,9 @@ typedef void fetch_size_fn(long long size, void *ctx);
  * digest goes to sha256. Returns 0 after a complete download, else an
  * errno with a reason in err: EPROTO for an HTTP error status, EIO for a
  * short or broken body, EPERM for an untrusted redirect, ETIMEDOUT,
- * ECONNREFUSED, ENOSPC or another write error. */
+ * ECONNREFUSED, ENOSPC or another write error (after which fd is
+ * truncated to nothing, so that a full disk gets its space back even while
+ * others hold the file open). */
 int fetch_file(const struct fetch_opts *o, const char *url, int fd,
 	       fetch_size_fn *on_size, void *ctx, char sha256[65], char *err,
 	       size_t errlen);

@@ -184,6 +184,7 @@ static void check_temp(struct ctx *c, const char *path, const char *name,
 		       void *arg)
 {
 	size_t len = strlen(name);
+	struct stat st;
 	int fd;
 
 	(void)arg;
@@ -192,7 +193,10 @@ static void check_temp(struct ctx *c, const char *path, const char *name,
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+	/* as the sweep does: a claimant locks its file just after making
+	 * it, so only an unlocked file older than a minute is stray */
+	if (fstat(fd, &st) == 0 && time(NULL) - st.st_mtime > 60 &&
+	    flock(fd, LOCK_EX | LOCK_NB) == 0) {
 		c->r->stray_temps++;
 		fprintf(c->out, "stray temp file: %s\n", path);
 		if (c->repair && unlink(path) == 0) {

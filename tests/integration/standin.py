@@ -28,10 +28,36 @@ current setting:
    "status": {path: code},       answer this path (or file name) with code
    "rate": bytes_per_sec|null,   throttle file bodies
    "delay": seconds,             sleep before answering any index page
-   "json_metadata_keys": [key]}  JSON keys for PEP 658 metadata (null: default,
+   "json_metadata_keys": [key],  JSON keys for PEP 658 metadata (null: default,
                                  core-metadata and data-dist-info-metadata as
                                  pypi.org; add "dist-info-metadata" to play a
                                  pre-PEP 714 index that breaks pip < 23.1)
+   "sizes": {filename: n},       the size JSON pages advertise for a file
+                                 (a page that lies about it)
+   "faults": [rule, ...]}        fault rules (null or []: none), see below
+
+A fault rule is {"match": M, "kind": K, "times": N, ...}: it applies to a
+request whose path is M ("/simple/x/") or whose last path segment is M (a
+file name; "{file}.metadata" is its own name), to the next N such requests
+only when "times" is given (then it is spent), else to every one. The first
+rule that applies wins. Kinds and their parameters:
+  "status"      answer "code" (503), with a Retry-After of "retry_after"
+                seconds when given, and "body"
+  "close"       close the connection without answering
+  "stall"       sleep "seconds" (30) before answering, then answer normally
+  "redirect"    answer "code" (302) with Location "location"
+  "raw"         answer "code" (200) with "content_type" and the bytes of
+                "body" (text), "body_b64" or "file" (a path), and "headers"
+  "truncate"    full Content-Length, send "after" bytes (half), close
+  "reset"       send "after" bytes (half), then reset the connection (RST)
+  "stall_body"  send "after" bytes (half), sleep "seconds" (30), send the rest
+  "corrupt"     flip 16 bytes in the middle, same length
+  "resize"      serve the body with "delta" bytes more (zeros) or fewer,
+                Content-Length matching what is sent
+Files and pages take every kind; a page under a body fault is sent (and
+spoilt) even to a request whose If-None-Match matches. GET /_counters adds
+"ranges" ({file name: requests with a Range header}) and "faults" (how often
+each rule applied).
 
 Run: python3 standin.py --wheels DIR --port P --files-port Q
         [--files-host localhost] [--html-only] [--rate BYTES_PER_SEC]
@@ -40,6 +66,7 @@ pick free ones), then serves until SIGTERM.
 """
 
 import argparse
+import base64
 import email.utils
 import hashlib
 import html
@@ -48,6 +75,8 @@ import json
 import os
 import re
 import signal
+import socket
+import struct
 import sys
 import tarfile
 import threading
@@ -71,6 +100,12 @@ CHUNK = 64 * 1024
 # Debian 12's python3-venv ships pip 23.0.1. A test can ask for it through
 # /_control {"json_metadata_keys": [...]} to play an older index.
 JSON_METADATA_KEYS = ("core-metadata", "data-dist-info-metadata")
+
+# What a fault rule may do: answer instead of the real thing, or spoil the
+# real body on its way out.
+FAULT_ANSWERS = ("status", "close", "stall", "redirect", "raw")
+FAULT_BODIES = ("truncate", "reset", "stall_body", "corrupt", "resize")
+FLIP = 16  # bytes a "corrupt" fault flips
 
 
 def normalise(name):
@@ -255,6 +290,8 @@ class State:
         self.status = {}
         self.delay = 0.0
         self.json_metadata_keys = list(JSON_METADATA_KEYS)
+        self.sizes = {}
+        self.faults = []     # rules, each with "left": requests it has left
         self.reset()
 
     def reset(self):
@@ -264,6 +301,8 @@ class State:
             self.metadata = {}
             self.conditional = 0
             self.not_modified = 0
+            self.ranges = {}
+            self.fired = [0] * len(self.faults)
 
     def count(self, table, key):
         with self.lock:
@@ -277,6 +316,8 @@ class State:
                 "metadata": dict(self.metadata),
                 "conditional": self.conditional,
                 "not_modified": self.not_modified,
+                "ranges": dict(self.ranges),
+                "faults": list(self.fired),
             }
 
     def control(self, body):
@@ -296,6 +337,11 @@ class State:
             if "json_metadata_keys" in body:
                 keys = body["json_metadata_keys"]
                 self.json_metadata_keys = list(JSON_METADATA_KEYS if keys is None else keys)
+            if "sizes" in body:
+                self.sizes = {str(k): int(v) for k, v in (body["sizes"] or {}).items()}
+            if "faults" in body:
+                self.faults = [_fault_rule(r) for r in body["faults"] or []]
+                self.fired = [0] * len(self.faults)
             return {
                 "html_only": self.html_only,
                 "corrupt": sorted(self.corrupt),
@@ -304,7 +350,26 @@ class State:
                 "rate": self.rate,
                 "delay": self.delay,
                 "json_metadata_keys": list(self.json_metadata_keys),
+                "sizes": dict(self.sizes),
+                "faults": [{k: v for k, v in r.items() if k != "left"}
+                           for r in self.faults],
             }
+
+    def take_fault(self, path):
+        """The first fault rule that applies to path (spending one of its
+        times), or None."""
+        base = path.rsplit("/", 1)[-1]
+        with self.lock:
+            for i, rule in enumerate(self.faults):
+                if rule["match"] not in (path, base):
+                    continue
+                if rule["left"] is not None:
+                    if rule["left"] <= 0:
+                        continue
+                    rule["left"] -= 1
+                self.fired[i] += 1
+                return dict(rule)
+        return None
 
     def injected(self, path):
         with self.lock:
@@ -314,6 +379,38 @@ class State:
             if base and base in self.status:
                 return self.status[base]
         return None
+
+
+def _fault_rule(r):
+    """A checked copy of one fault rule from /_control."""
+    if not isinstance(r, dict) or not isinstance(r.get("match"), str):
+        raise ValueError("a fault rule needs a \"match\" string")
+    kind = r.get("kind")
+    if kind not in FAULT_ANSWERS + FAULT_BODIES:
+        raise ValueError("unknown fault kind %r" % (kind,))
+    rule = dict(r)
+    times = rule.pop("times", None)
+    rule["left"] = None if times is None else int(times)
+    for key in ("code", "retry_after", "after", "delta"):
+        if rule.get(key) is not None:
+            rule[key] = int(rule[key])
+    if rule.get("seconds") is not None:
+        rule["seconds"] = float(rule["seconds"])
+    return rule
+
+
+def _spoil(data, rule):
+    """data as a "corrupt" or "resize" rule serves it."""
+    if rule["kind"] == "corrupt":
+        buf = bytearray(data)
+        lo = len(buf) // 2
+        for i in range(lo, min(lo + FLIP, len(buf))):
+            buf[i] ^= 0xFF
+        return bytes(buf)
+    if rule["kind"] == "resize":
+        delta = rule.get("delta") or 0
+        return data + b"\0" * delta if delta >= 0 else data[:max(0, len(data) + delta)]
+    return data
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -342,6 +439,84 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         self.app.state.count(self.app.state.requests, "%s %s" % (self.command, path))
         return path
+
+    def _reset_connection(self):
+        """Ends the connection with a RST (SO_LINGER 0), as a crashed peer."""
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+            os.close(self.connection.detach())
+        except OSError:
+            pass
+
+    def _answer_fault(self, rule, head=False):
+        """Applies a rule of FAULT_ANSWERS. Returns True when it answered the
+        request (False: a "stall" is over, answer normally)."""
+        kind = rule["kind"]
+        if kind == "stall":
+            time.sleep(rule.get("seconds") or 30)
+            return False
+        if kind == "close":
+            self.close_connection = True
+            return True
+        if kind == "status":
+            code = rule.get("code") or 503
+            headers = {}
+            if rule.get("retry_after") is not None:
+                headers["Retry-After"] = str(rule["retry_after"])
+            body = rule.get("body")
+            body = ("injected %d\n" % code) if body is None else body
+            self._send(code, body.encode(), headers=headers, head=head)
+            return True
+        if kind == "redirect":
+            self._send(rule.get("code") or 302, b"",
+                       headers={"Location": rule.get("location", "/")}, head=head)
+            return True
+        if kind == "raw":
+            if rule.get("file"):
+                with open(rule["file"], "rb") as f:
+                    body = f.read()
+            elif rule.get("body_b64") is not None:
+                body = base64.b64decode(rule["body_b64"])
+            else:
+                body = (rule.get("body") or "").encode("utf-8", "surrogateescape")
+            self._send(rule.get("code") or 200, body,
+                       rule.get("content_type") or "application/octet-stream",
+                       headers=rule.get("headers"), head=head)
+            return True
+        return False
+
+    def _send_spoiled(self, code, body, ctype, headers, rule, head=False):
+        """Sends body as a rule of FAULT_BODIES (or None) has it."""
+        body = _spoil(body, rule) if rule else body
+        kind = rule["kind"] if rule else None
+        cut = len(body)
+        if kind in ("truncate", "reset", "stall_body"):
+            cut = rule.get("after")
+            cut = len(body) // 2 if cut is None else min(cut, len(body))
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        if kind == "truncate":
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        if head:
+            return
+        try:
+            self.wfile.write(body[:cut])
+            if kind == "reset":
+                self._reset_connection()
+                return
+            if kind == "stall_body":
+                time.sleep(rule.get("seconds") or 30)
+            if kind != "truncate":
+                self.wfile.write(body[cut:])
+        except OSError:
+            self.close_connection = True
 
     def _fault(self, path, head=False):
         code = self.app.state.injected(path)
@@ -393,6 +568,11 @@ class IndexHandler(_Handler):
         if self.headers.get("If-None-Match") is not None:
             with state.lock:
                 state.conditional += 1
+        self.rule = state.take_fault(path)
+        if self.rule and self.rule["kind"] in FAULT_ANSWERS:
+            if self._answer_fault(self.rule, head):
+                return
+            self.rule = None
         if self._fault(path, head):
             return
         if state.delay:
@@ -433,7 +613,10 @@ class IndexHandler(_Handler):
             "Last-Modified": email.utils.formatdate(last, usegmt=True),
             "Vary": "Accept, Accept-Encoding",
         }
+        rule = getattr(self, "rule", None)
         inm = self.headers.get("If-None-Match")
+        if rule and rule["kind"] in FAULT_BODIES:
+            inm = None  # a body to spoil, even for a client that has the page
         if inm is not None:
             tags = [t.strip() for t in inm.split(",")]
             if "*" in tags or etag in tags or ("W/" + etag) in tags:
@@ -441,6 +624,9 @@ class IndexHandler(_Handler):
                     state.not_modified += 1
                 self._send(304, headers=headers)
                 return
+        if rule and rule["kind"] in FAULT_BODIES:
+            self._send_spoiled(200, body, fmt, headers, rule, head)
+            return
         self._send(200, body, fmt, headers=headers, head=head)
 
 
@@ -470,6 +656,11 @@ class FilesHandler(_Handler):
                 info = None
             if info and metadata and not info["metadata_path"]:
                 info = None
+        rule = state.take_fault(path)
+        if rule and rule["kind"] in FAULT_ANSWERS:
+            if self._answer_fault(rule, head):
+                return
+            rule = None
         if self._fault(path, head):
             return
         if info is None:
@@ -483,11 +674,15 @@ class FilesHandler(_Handler):
             self._send(404, b"gone\n", head=head)
             return
         with f:
-            size = os.fstat(f.fileno()).st_size
+            real = os.fstat(f.fileno()).st_size
+            size = real
+            if rule and rule["kind"] == "resize":
+                size = max(0, real + (rule.get("delta") or 0))
             start, end = 0, size - 1
             code = 200
             rng = self.headers.get("Range")
             if rng:
+                state.count(state.ranges, name)
                 r = re.fullmatch(r"bytes=(\d*)-(\d*)", rng.strip())
                 ok = False
                 if r and (r.group(1) or r.group(2)):
@@ -508,6 +703,11 @@ class FilesHandler(_Handler):
                 corrupt = name in state.corrupt or info["filename"] in state.corrupt
                 truncate = name in state.truncate or info["filename"] in state.truncate
                 rate = state.rate
+            kind = rule["kind"] if rule else None
+            corrupt = corrupt or kind == "corrupt"
+            cut_kind = "truncate" if truncate else kind
+            if cut_kind not in ("truncate", "reset", "stall_body"):
+                cut_kind = None
             self.send_response(code)
             self.send_header("Content-Type", "application/octet-stream"
                              if not metadata else "text/plain; charset=utf-8")
@@ -518,22 +718,40 @@ class FilesHandler(_Handler):
             self.send_header("Cache-Control", "max-age=365000000, immutable, public")
             if code == 206:
                 self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, size))
-            if truncate:
+            if cut_kind == "truncate":
                 self.send_header("Connection", "close")
                 self.close_connection = True
             self.end_headers()
             if head:
                 return
-            f.seek(start)
+            f.seek(min(start, real))
             remaining = length
-            if truncate:
-                remaining = length // 2
-            flip_lo, flip_hi = size // 2, size // 2 + 16
+            cut = None  # body bytes sent before the fault strikes
+            if cut_kind:
+                cut = length // 2
+                if rule and rule.get("after") is not None and not truncate:
+                    cut = min(rule["after"], length)
+                if cut_kind == "truncate":
+                    remaining = cut
+            flip_lo, flip_hi = size // 2, size // 2 + FLIP
             sent = 0
             t0 = time.monotonic()
             pos = start
-            while remaining > 0:
-                data = f.read(min(CHUNK, remaining))
+            while True:
+                if cut is not None and sent == cut and cut_kind != "truncate":
+                    if cut_kind == "reset":
+                        self._reset_connection()
+                        return
+                    time.sleep(rule.get("seconds") or 30)
+                    cut = None
+                if remaining <= 0:
+                    break
+                want = min(CHUNK, remaining)
+                if cut is not None and sent < cut:
+                    want = min(want, cut - sent)
+                data = f.read(max(0, min(want, real - pos))) if pos < real else b""
+                if len(data) < want and pos + len(data) < size:
+                    data += b"\0" * min(want - len(data), size - pos - len(data))
                 if not data:
                     break
                 if corrupt and pos < flip_hi and pos + len(data) > flip_lo:
@@ -553,7 +771,7 @@ class FilesHandler(_Handler):
                     ahead = sent / rate - (time.monotonic() - t0)
                     if ahead > 0:
                         time.sleep(ahead)
-            if truncate:
+            if cut_kind == "truncate":
                 try:
                     self.wfile.flush()
                 except OSError:
@@ -619,7 +837,7 @@ class Standin:
                 "url": self.file_url(i),
                 "hashes": {"sha256": i["sha256"]},
                 "requires-python": i["requires_python"],
-                "size": i["size"],
+                "size": self.state.sizes.get(i["filename"], i["size"]),
                 "upload-time": i["upload_time"],
                 "yanked": i["yanked"] if i["yanked"] is not None else False,
             })
