@@ -352,24 +352,6 @@ def build_inputs(wheel_dir, size_mb):
     return big
 
 
-def clone_venv(template, path):
-    """A copy of the template venv at path, its scripts' #! lines pointed at
-    the copy (as tests/integration/test_frontends.py does)."""
-    shutil.copytree(template, path, symlinks=True)
-    old = ("#!" + os.path.join(template, "bin", "")).encode()
-    new = ("#!" + os.path.join(path, "bin", "")).encode()
-    bindir = os.path.join(path, "bin")
-    for n in os.listdir(bindir):
-        p = os.path.join(bindir, n)
-        if os.path.islink(p) or not os.path.isfile(p):
-            continue
-        with open(p, "rb") as f:
-            data = f.read()
-        if data.startswith(old):
-            with open(p, "wb") as f:
-                f.write(new + data[len(old):])
-    return path
-
 
 # ---------------------------------------------------------------- 1. burst
 
@@ -538,7 +520,7 @@ def installs(args, st, template, work, name, n, failures, warm=False):
         for label, count in passes:
             pd = os.path.join(d, label)
             os.makedirs(pd)
-            venvs = [clone_venv(template, os.path.join(pd, "venv%d" % i))
+            venvs = [stack.clone_venv(template, os.path.join(pd, "venv%d" % i))
                      for i in range(count)]
             st.reset()
             cpu = CpuWatch(work).start()

@@ -16,6 +16,8 @@ import threading
 import time
 from urllib.parse import urlsplit
 
+from stack import wait_for  # noqa: F401 (tests use fh.wait_for)
+
 
 # ---------------------------------------------------------------- readers
 
@@ -228,16 +230,6 @@ def wait_settled(data_dir, timeout=15.0):
             return rows, parts
         time.sleep(0.1)
 
-
-def wait_for(pred, timeout=10.0, step=0.05):
-    """Polls pred() until it returns something true; returns it, or the last
-    (false) value after timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v or time.monotonic() >= deadline:
-            return v
-        time.sleep(step)
 
 
 def blob_file(data_dir, sha):

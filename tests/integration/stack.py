@@ -608,6 +608,37 @@ class Stack:
 
 # ---------------------------------------------------------------- clients
 
+def clone_venv(template, path):
+    """A copy of the pristine venv template at path, its scripts' #! lines
+    pointed at the copy: 0.1 s instead of the seconds a new venv takes.
+    Returns path."""
+    shutil.copytree(template, path, symlinks=True)
+    old = ("#!" + os.path.join(template, "bin", "")).encode()
+    new = ("#!" + os.path.join(path, "bin", "")).encode()
+    bindir = os.path.join(path, "bin")
+    for n in os.listdir(bindir):
+        p = os.path.join(bindir, n)
+        if os.path.islink(p) or not os.path.isfile(p):
+            continue
+        with open(p, "rb") as f:
+            data = f.read()
+        if data.startswith(old):
+            with open(p, "wb") as f:
+                f.write(new + data[len(old):])
+    return path
+
+
+def wait_for(pred, timeout=10.0, step=0.05):
+    """Polls pred() until it returns something true; returns it, or the last
+    (false) value after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v or time.monotonic() >= deadline:
+            return v
+        time.sleep(step)
+
+
 def make_venv(path):
     """A fresh virtualenv made by Debian's python; returns its path."""
     subprocess.run([PYTHON, "-m", "venv", path], check=True, env=clean_env(),

@@ -22,6 +22,7 @@ import pytest
 
 import frontends
 import stack as stackmod
+from stack import wait_for
 import wheels
 from stack import PIP_ACCEPT, http, raw_request
 
@@ -49,15 +50,6 @@ def file_path(d, filename=None):
     return "/root/pypi/files/%s/%s" % (d["sha256"], filename or d["filename"])
 
 
-def wait_for(pred, timeout, step=0.1):
-    """pred()'s first true value within timeout seconds, else its last."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v or time.monotonic() >= deadline:
-            return v
-        time.sleep(step)
-
 
 # ---------------------------------------------------------------- fixtures
 
@@ -81,24 +73,6 @@ def fe_wheels(tmp_path_factory):
 def template_venv(tmp_path_factory):
     return stackmod.make_venv(str(tmp_path_factory.mktemp("fe-venv") / "template"))
 
-
-def clone_venv(template, path):
-    """A copy of the pristine venv template at path, its scripts' #! lines
-    pointed at the copy. Returns path."""
-    shutil.copytree(template, path, symlinks=True)
-    old = ("#!" + os.path.join(template, "bin", "")).encode()
-    new = ("#!" + os.path.join(path, "bin", "")).encode()
-    bindir = os.path.join(path, "bin")
-    for n in os.listdir(bindir):
-        p = os.path.join(bindir, n)
-        if os.path.islink(p) or not os.path.isfile(p):
-            continue
-        with open(p, "rb") as f:
-            data = f.read()
-        if data.startswith(old):
-            with open(p, "wb") as f:
-                f.write(new + data[len(old):])
-    return path
 
 
 class Env:
@@ -128,7 +102,7 @@ class Env:
 
     def venv(self):
         self.nvenv += 1
-        return clone_venv(self.template, str(self.tmp_path / ("venv%d" % self.nvenv)))
+        return stackmod.clone_venv(self.template, str(self.tmp_path / ("venv%d" % self.nvenv)))
 
     def get(self, path, headers=None, accept=None):
         h = dict(headers or {})
