@@ -14,8 +14,6 @@ When a test fails, larder's log, nginx's error log and the stand-in's log are
 attached to its report.
 """
 
-import collections
-import hashlib
 import os
 import sys
 
@@ -28,7 +26,7 @@ if HERE not in sys.path:
 import stack as stackmod  # noqa: E402
 import wheels  # noqa: E402
 
-Dist = collections.namedtuple("Dist", "filename path sha256 size metadata")
+Dist = wheels.Dist
 
 
 def pytest_configure(config):
@@ -47,19 +45,7 @@ def wheel_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def dists(wheel_dir):
-    out = {}
-    for fn in sorted(os.listdir(wheel_dir)):
-        if not (fn.endswith(".whl") or fn.endswith(".tar.gz")):
-            continue
-        path = os.path.join(wheel_dir, fn)
-        with open(path, "rb") as f:
-            data = f.read()
-        meta = None
-        if os.path.exists(path + ".metadata"):
-            with open(path + ".metadata", "rb") as f:
-                meta = f.read()
-        out[fn] = Dist(fn, path, hashlib.sha256(data).hexdigest(), len(data), meta)
-    return out
+    return wheels.load_dists(wheel_dir)
 
 
 def _tail(text, n):

@@ -10,7 +10,6 @@ Each piece lives in its own directory (config, logs, pid and temp files) and
 listens on 127.0.0.1 on a port of its own.
 """
 
-import hashlib
 import http.client as httpclient
 import json
 import os
@@ -23,6 +22,8 @@ import subprocess
 import sys
 import time
 from urllib.parse import urlsplit
+
+from wheels import sha256_file  # noqa: F401 (stack.sha256_file for users)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -697,12 +698,6 @@ def data_listing(data_dir):
     return sorted(out)
 
 
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def blobs(data_dir):

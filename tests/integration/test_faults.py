@@ -37,13 +37,7 @@ import stack as stackmod
 import wheels
 from stack import JSON_TYPE, PIP_ACCEPT, http, raw_request
 
-A10 = "larder_demo_a-1.0-py3-none-any.whl"
-A11 = "larder_demo_a-1.1-py3-none-any.whl"
-B10 = "larder_demo.b-1.0-py3-none-any.whl"
-C10 = "larder_demo_c-1.0-py3-none-any.whl"
-C20 = "larder_demo_c-2.0-py3-none-any.whl"
-C20_SDIST = "larder_demo_c-2.0.tar.gz"
-NOMETA = "larder_demo_nometa-1.0-py3-none-any.whl"
+from wheels import A10, A11, C10, C20, C20_SDIST  # noqa: E402
 BIG = "larder_demo_big-1.0-py3-none-any.whl"
 BIG_MB = 2
 
@@ -106,25 +100,12 @@ def wheel_dir(tmp_path_factory):
     return d
 
 
-Dist = collections.namedtuple("Dist", "filename path sha256 size data metadata")
 
 
 @pytest.fixture(scope="module")
 def fd(wheel_dir):
     """{filename: Dist} of the wheels."""
-    out = {}
-    for fn in os.listdir(wheel_dir):
-        if not fn.endswith((".whl", ".tar.gz")):
-            continue
-        path = os.path.join(wheel_dir, fn)
-        with open(path, "rb") as f:
-            data = f.read()
-        meta = None
-        if os.path.exists(path + ".metadata"):
-            with open(path + ".metadata", "rb") as f:
-                meta = f.read()
-        out[fn] = Dist(fn, path, sha256(data), len(data), data, meta)
-    return out
+    return wheels.load_dists(wheel_dir)
 
 
 @pytest.fixture(scope="module")

@@ -32,11 +32,7 @@ BIG = "larder_demo_big-1.0-py3-none-any.whl"
 BIG_PROJECT = "larder-demo-big"
 TRANSFER = 3.0          # seconds one throttled upstream transfer of BIG takes
 
-A10 = "larder_demo_a-1.0-py3-none-any.whl"
-A11 = "larder_demo_a-1.1-py3-none-any.whl"
-C10 = "larder_demo_c-1.0-py3-none-any.whl"
-C20 = "larder_demo_c-2.0-py3-none-any.whl"
-C20_SDIST = "larder_demo_c-2.0.tar.gz"
+from wheels import A10, A11, C10, C20, C20_SDIST  # noqa: E402,F401
 
 
 # ---------------------------------------------------------------- fixtures

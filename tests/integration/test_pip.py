@@ -18,13 +18,7 @@ import pytest
 import stack as stackmod
 from stack import JSON_TYPE, HTML_TYPE, PIP_ACCEPT, http, raw_request
 
-A10 = "larder_demo_a-1.0-py3-none-any.whl"
-A11 = "larder_demo_a-1.1-py3-none-any.whl"
-B10 = "larder_demo.b-1.0-py3-none-any.whl"
-C10 = "larder_demo_c-1.0-py3-none-any.whl"
-C20 = "larder_demo_c-2.0-py3-none-any.whl"
-C20_SDIST = "larder_demo_c-2.0.tar.gz"
-NOMETA = "larder_demo_nometa-1.0-py3-none-any.whl"
+from wheels import A10, A11, B10, C10, C20, C20_SDIST, NOMETA  # noqa: F401
 
 INSTALLED = {"larder-demo-a": "1.1", "larder-demo-b": "1.0", "larder-demo-c": "2.0"}
 NEEDED = (A11, B10, C20)

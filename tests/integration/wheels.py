@@ -25,6 +25,7 @@ Usage: python3 wheels.py OUTDIR [--big-mb N]
 """
 
 import argparse
+import collections
 import base64
 import hashlib
 import io
@@ -215,6 +216,37 @@ def build_big(outdir, mb, name="larder-demo-big", version="1.0"):
     return build_wheel(outdir, name, version, (), ">=3.7",
                        extra_files={"%s/payload.bin" % mod: blob},
                        mtime=_EPOCH_TS + 86400)
+
+
+# The file names of the default set (build_default), for the tests.
+A10 = "larder_demo_a-1.0-py3-none-any.whl"
+A11 = "larder_demo_a-1.1-py3-none-any.whl"
+B10 = "larder_demo.b-1.0-py3-none-any.whl"
+C10 = "larder_demo_c-1.0-py3-none-any.whl"
+C20 = "larder_demo_c-2.0-py3-none-any.whl"
+C20_SDIST = "larder_demo_c-2.0.tar.gz"
+NOMETA = "larder_demo_nometa-1.0-py3-none-any.whl"
+
+Dist = collections.namedtuple("Dist", "filename path sha256 size data metadata")
+
+
+def load_dists(wheel_dir):
+    """{filename: Dist} of the wheels and sdists in wheel_dir, with their
+    bytes and their .metadata sibling's bytes (or None)."""
+    out = {}
+    for fn in sorted(os.listdir(wheel_dir)):
+        if not fn.endswith((".whl", ".tar.gz")):
+            continue
+        path = os.path.join(wheel_dir, fn)
+        with open(path, "rb") as f:
+            data = f.read()
+        meta = None
+        if os.path.exists(path + ".metadata"):
+            with open(path + ".metadata", "rb") as f:
+                meta = f.read()
+        out[fn] = Dist(fn, path, hashlib.sha256(data).hexdigest(), len(data),
+                       data, meta)
+    return out
 
 
 def sha256_file(path):
