@@ -364,6 +364,25 @@ def larder_conf(data_dir, upstream_port, cache_ttl=300, max_stale=86400, extra=N
         extra_text=extra_text)
 
 
+def spawn_server(server, cmd, out_path, log_path, what, timeout):
+    """Starts cmd in its own session in server.dir, output appended to
+    out_path, as server.proc; waits for server.port, and stops the server
+    (server.stop()) when it does not come up. Returns server."""
+    out = open(out_path, "ab")
+    try:
+        server.proc = subprocess.Popen(cmd, stdout=out, stderr=out,
+                                       stdin=subprocess.DEVNULL, cwd=server.dir,
+                                       env=clean_env(), start_new_session=True)
+    finally:
+        out.close()
+    try:
+        wait_port(server.port, timeout, server.proc, what, log_path)
+    except RuntimeError:
+        server.stop()
+        raise
+    return server
+
+
 class Larder:
     """`larder serve` as a subprocess, with its config, data dir and log in
     workdir."""
@@ -386,19 +405,7 @@ class Larder:
     def start(self, timeout=15):
         cmd = [self.binary, "serve", "-c", self.conf,
                "--listen", "127.0.0.1:%d" % self.port, "--workers", str(self.workers)]
-        logf = open(self.log, "ab")
-        try:
-            self.proc = subprocess.Popen(cmd, stdout=logf, stderr=logf,
-                                         stdin=subprocess.DEVNULL, cwd=self.dir,
-                                         env=clean_env(), start_new_session=True)
-        finally:
-            logf.close()
-        try:
-            wait_port(self.port, timeout, self.proc, "larder", self.log)
-        except RuntimeError:
-            self.stop()
-            raise
-        return self
+        return spawn_server(self, cmd, self.log, self.log, "larder", timeout)
 
     @property
     def running(self):
@@ -514,19 +521,8 @@ class Nginx:
 
     def start(self, timeout=15):
         cmd = [NGINX, "-c", self.conf, "-p", self.dir + "/", "-e", self.error_log]
-        out = open(os.path.join(self.dir, "nginx.out"), "ab")
-        try:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=out,
-                                         stdin=subprocess.DEVNULL, env=clean_env(),
-                                         start_new_session=True)
-        finally:
-            out.close()
-        try:
-            wait_port(self.port, timeout, self.proc, "nginx", self.error_log)
-        except RuntimeError:
-            self.stop()
-            raise
-        return self
+        return spawn_server(self, cmd, os.path.join(self.dir, "nginx.out"),
+                            self.error_log, "nginx", timeout)
 
     def stop(self):
         if self.proc is not None:

@@ -85,6 +85,8 @@ import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+from wheels import sha256_file  # the script's own directory is on sys.path
+
 JSON_V1 = "application/vnd.pypi.simple.v1+json"
 HTML_V1 = "application/vnd.pypi.simple.v1+html"
 JSON_LATEST = "application/vnd.pypi.simple.latest+json"
@@ -197,12 +199,6 @@ def _header(meta, key):
     return None
 
 
-def _sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class Catalog:
@@ -241,10 +237,10 @@ class Catalog:
                 st = os.stat(path)
                 key = (fn, st.st_size, st.st_mtime_ns)
                 if key not in self._sha_cache:
-                    self._sha_cache[key] = (_sha256(path), _read_metadata(path))
+                    self._sha_cache[key] = (sha256_file(path), _read_metadata(path))
                 sha, meta = self._sha_cache[key]
                 mpath = path + ".metadata"
-                msha = _sha256(mpath) if os.path.exists(mpath) else None
+                msha = sha256_file(mpath) if os.path.exists(mpath) else None
                 ypath = path + ".yanked"
                 yanked = None
                 if os.path.exists(ypath):
