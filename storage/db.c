@@ -5,15 +5,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
 #include "common/log.h"
 #include "storage/db.h"
 
+/* Switching a new database to WAL can answer SQLITE_BUSY without calling
+ * the busy handler (another connection holds it in rollback mode for a
+ * moment), so db_open retries it itself. */
+static const char wal[] = "PRAGMA journal_mode=WAL;";
+
+/* Created under one write lock taken up front: a deferred transaction that
+ * reads the schema and then wants to write can fail at once with "locked"
+ * when another worker created it meanwhile, busy handler or not. */
 static const char schema[] =
-	"PRAGMA journal_mode=WAL;"
 	"PRAGMA synchronous=NORMAL;"
+	"BEGIN IMMEDIATE;"
 	"CREATE TABLE IF NOT EXISTS pages ("
 	"  idx TEXT NOT NULL, project TEXT NOT NULL, status INTEGER NOT NULL,"
 	"  etag TEXT NOT NULL, last_modified TEXT NOT NULL,"
@@ -30,7 +39,8 @@ static const char schema[] =
 	"  key TEXT PRIMARY KEY, tmp TEXT NOT NULL, pid INTEGER NOT NULL,"
 	"  started INTEGER NOT NULL, size INTEGER NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS outcomes ("
-	"  key TEXT PRIMARY KEY, sha256 TEXT NOT NULL, reason TEXT NOT NULL);";
+	"  key TEXT PRIMARY KEY, sha256 TEXT NOT NULL, reason TEXT NOT NULL);"
+	"COMMIT;";
 
 enum stmt {
 	S_PAGE_GET,
@@ -100,10 +110,35 @@ static int fail(struct db *db, const char *what)
 	return EIO;
 }
 
+/* Runs TEXT, retrying for up to ten seconds while SQLite answers "busy" or
+ * "locked" without having waited for us. Returns 0 or EIO (logged). */
+static int exec_retry(struct db *db, const char *text, const char *what)
+{
+	char *msg = NULL;
+	int rc;
+
+	for (int tries = 0;; tries++) {
+		rc = sqlite3_exec(db->conn, text, NULL, NULL, &msg);
+		if (rc == SQLITE_OK)
+			return 0;
+		if (sqlite3_get_autocommit(db->conn) == 0)
+			sqlite3_exec(db->conn, "ROLLBACK", NULL, NULL, NULL);
+		if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
+			break;
+		if (tries >= 1000)
+			break;
+		sqlite3_free(msg);
+		msg = NULL;
+		usleep(10000);
+	}
+	log_error(0, db->path, "%s: %s", what, msg ? msg : sqlite3_errstr(rc));
+	sqlite3_free(msg);
+	return EIO;
+}
+
 int db_open(const char *data_dir, struct db **out)
 {
 	struct db *db;
-	char *msg = NULL;
 	int err = EIO;
 
 	*out = NULL;
@@ -124,11 +159,9 @@ int db_open(const char *data_dir, struct db **out)
 	}
 	/* Writers queue behind each other; a client never sees "locked". */
 	sqlite3_busy_timeout(db->conn, 30000);
-	if (sqlite3_exec(db->conn, schema, NULL, NULL, &msg) != SQLITE_OK) {
-		log_error(0, db->path, "schema: %s", msg ? msg : "?");
-		sqlite3_free(msg);
+	if (exec_retry(db, wal, "journal mode") != 0 ||
+	    exec_retry(db, schema, "schema") != 0)
 		goto fail;
-	}
 	for (int i = 0; i < S_COUNT; i++) {
 		if (sqlite3_prepare_v3(db->conn, sql[i], -1,
 				       SQLITE_PREPARE_PERSISTENT, &db->st[i],
