@@ -159,8 +159,11 @@ static const struct key keys[] = {
              "address, scheme, host). Turn it on only behind a proxy you "
              "run that sets them, since clients can forge them."},
     {LARDER(max_requests), T_COUNT, "10000",
-     .help = "Requests a worker answers before it exits and is "
-             "replaced; 0 means never."},
+     .help = "Requests a `larder serve' worker answers before it exits "
+             "and is replaced; 0 means never. Workers a web server spawns "
+             "(lighttpd bin-path, mod_fcgid) leave that to the server "
+             "(FcgidMaxRequestsPerProcess): exiting would reset the "
+             "connections queued on their socket."},
     {LARDER(workers), T_COUNT, "4", .check = at_least_one,
      .help = "Worker processes `larder serve' starts when --workers is "
              "not given; at least 1."},

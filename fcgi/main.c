@@ -158,7 +158,10 @@ int main(int argc, char **argv)
 	if (fd0_listening()) {
 		if (load(&c, NULL))
 			return 1;
-		rc = worker_fcgi(&c, 0);
+		/* Spawned by the web server, which owns our lifetime (and
+		 * lighttpd queues connections on our own socket that an exit
+		 * would reset): no recycling here. */
+		rc = worker_fcgi(&c, 0, 0);
 		conf_free(&c);
 		return rc;
 	}

@@ -113,7 +113,7 @@ static pid_t spawn(const struct conf *c, int fd)
 		signal(SIGINT, SIG_IGN);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		_exit(worker_fcgi(c, fd));
+		_exit(worker_fcgi(c, fd, c->max_requests));
 	}
 	if (pid < 0)
 		log_error(errno, "serve", "fork");

@@ -129,7 +129,7 @@ static void answer(struct worker *w, struct req *r, int init_err)
 	req_log(r);
 }
 
-int worker_fcgi(const struct conf *c, int listen_fd)
+int worker_fcgi(const struct conf *c, int listen_fd, long max_requests)
 {
 	struct sigaction sa;
 	struct worker w;
@@ -152,7 +152,7 @@ int worker_fcgi(const struct conf *c, int listen_fd)
 		worker_close(&w);
 		return 1;
 	}
-	while (!stopping && (!c->max_requests || served < c->max_requests)) {
+	while (!stopping && (!max_requests || served < max_requests)) {
 		accepting = 1;
 		if (stopping)
 			break;

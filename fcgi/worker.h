@@ -31,9 +31,12 @@ void worker_close(struct worker *w);
 /* Answers one request. */
 void worker_handle(struct worker *w, struct req *r);
 
-/* Runs the FastCGI accept loop on listen_fd until max_requests, SIGTERM,
- * or an accept error. Returns an exit status. */
-int worker_fcgi(const struct conf *c, int listen_fd);
+/* Runs the FastCGI accept loop on listen_fd until max_requests (0: no
+ * limit), SIGTERM, or an accept error. Returns an exit status. Only a
+ * worker whose socket outlives it (`larder serve' keeps it) may recycle
+ * itself: one spawned by a web server owns its socket, and exiting would
+ * reset the connections queued on it. */
+int worker_fcgi(const struct conf *c, int listen_fd, long max_requests);
 
 /* Answers the one CGI request in the environment. Returns an exit status. */
 int worker_cgi(const struct conf *c);

@@ -398,3 +398,43 @@ def test_ten_cold_installs_at_once(fe_env):
     assert all(n == 1 for n in files.values()), files
     assert all(n == 1 for n in metadata.values()), metadata
     assert stackmod.bad_blobs(fe.data_dir) == []
+
+
+# ---------------------------------------------------------------- (f) recycling
+
+@pytest.mark.parametrize("kind", BURST_KINDS)
+def test_recycling_under_load_fails_nothing(kind, tmp_path, fe_wheels):
+    """max_requests = 25 and 480 requests from 8 clients at once: `larder
+    serve` recycles its workers (the supervisor keeps the socket, so nothing
+    queued is lost), and a worker a web server spawned never exits on its
+    own, since lighttpd queues connections on that worker's own socket and
+    an exit would reset them (it answered 500s before). Every request is a
+    200."""
+    reason = frontends.missing_reason(kind)
+    if reason:
+        pytest.skip("%s: %s" % (kind, reason))
+    workdir = frontends.new_workdir()
+    standin = stackmod.Standin(fe_wheels[0], os.path.join(workdir, "standin"))
+    fe = None
+    try:
+        standin.start()
+        fe = frontends.make_frontend(kind, os.path.join(workdir, "fe"), standin.port,
+                                     workers=2, larder_extra={"max_requests": 25}).start()
+        page = "/root/pypi/simple/larder-demo-a/"
+        assert http(fe.base + page, headers={"Accept": PIP_ACCEPT}).status == 200
+
+        def client(_):
+            return [http(fe.base + page, headers={"Accept": PIP_ACCEPT}).status
+                    for _ in range(60)]
+
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            statuses = [s for batch in ex.map(client, range(8)) for s in batch]
+        bad = [s for s in statuses if s != 200]
+        assert not bad, "%d of %d failed: %s\n%s" % (len(bad), len(statuses),
+                                                    sorted(set(bad)),
+                                                    fe.log_text()[-3000:])
+    finally:
+        if fe is not None:
+            fe.stop()
+        standin.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
