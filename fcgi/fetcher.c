@@ -238,17 +238,20 @@ static int follow(struct tail *t, struct flight *f)
 	return 0;
 }
 
-/* Sleeps until the file changes, or briefly (the lock is polled). */
-static void wait_change(struct tail *t)
+/* Sleeps until the file changes, or briefly (the lock is polled). Once
+ * every byte is there, the fetcher is only committing (rename, database
+ * rows, exit) and the lock goes with no event to wake us: complete says
+ * so, and the lock is then polled every 2 ms rather than every 100. */
+static void wait_change(struct tail *t, int complete)
 {
 	struct pollfd p = {.fd = t->in, .events = POLLIN};
 	char ev[4096];
 
 	if (t->in < 0) {
-		usleep(20000);
+		usleep(complete ? 2000 : 20000);
 		return;
 	}
-	if (poll(&p, 1, 100) > 0)
+	if (poll(&p, 1, complete ? 2 : 100) > 0)
 		while (read(t->in, ev, sizeof(ev)) > 0) {
 		}
 }
@@ -485,7 +488,7 @@ int fetcher_serve(struct worker *w, struct req *r,
 				rc = ETIMEDOUT;
 				goto fail;
 			}
-			wait_change(&t);
+			wait_change(&t, t.size >= 0 && avail >= t.size);
 			continue;
 		}
 		rc = settle(w, want, &f, &t, &restarts, err, errlen);
