@@ -239,7 +239,8 @@ class Standin:
     """standin.py as a subprocess. Restartable on the same ports."""
 
     def __init__(self, wheels, workdir, html_only=False, rate=None,
-                 files_host="localhost", port=0, files_port=0):
+                 files_host="localhost", port=0, files_port=0, public_files_port=None,
+                 quiet=False):
         self.wheels = wheels
         self.dir = workdir
         self.html_only = html_only
@@ -247,6 +248,8 @@ class Standin:
         self.files_host = files_host
         self.port = port
         self.files_port = files_port
+        self.public_files_port = public_files_port
+        self.quiet = quiet
         self.proc = None
         self.log = os.path.join(workdir, "standin.log")
         os.makedirs(workdir, exist_ok=True)
@@ -266,6 +269,10 @@ class Standin:
             cmd.append("--html-only")
         if self.rate:
             cmd += ["--rate", str(self.rate)]
+        if self.public_files_port:
+            cmd += ["--public-files-port", str(self.public_files_port)]
+        if self.quiet:
+            cmd.append("--quiet")
         logf = open(self.log, "ab")
         try:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=logf,

@@ -60,7 +60,8 @@ spoilt) even to a request whose If-None-Match matches. GET /_counters adds
 each rule applied).
 
 Run: python3 standin.py --wheels DIR --port P --files-port Q
-        [--files-host localhost] [--html-only] [--rate BYTES_PER_SEC]
+        [--files-host localhost] [--public-files-port R] [--html-only]
+        [--rate BYTES_PER_SEC]
 Prints "READY index=P files=Q" once both servers listen (ports may be 0 to
 pick free ones), then serves until SIGTERM.
 """
@@ -412,6 +413,10 @@ def _spoil(data, rule):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "larder-standin/1.0"
+    # Headers and body go out in separate writes: with Nagle on, the body
+    # waits for the client's delayed ACK (40 ms a response), which no real
+    # index adds.
+    disable_nagle_algorithm = True
 
     # set on the subclass: app (the Standin)
 
@@ -784,7 +789,8 @@ class Standin:
     """The stand-in, in process: Standin(...).start(), .stop()."""
 
     def __init__(self, wheels, port=0, files_port=0, files_host="localhost",
-                 html_only=False, rate=None, host="127.0.0.1", verbose=True):
+                 html_only=False, rate=None, host="127.0.0.1", verbose=True,
+                 public_files_port=None):
         self.catalog = Catalog(wheels)
         self.state = State(html_only=html_only, rate=rate)
         self.files_host = files_host
@@ -795,12 +801,15 @@ class Standin:
         self.files = _Server((host, files_port), type("FH", (FilesHandler,), {"app": app}))
         self.port = self.index.server_address[1]
         self.files_port = self.files.server_address[1]
+        # The port written in file URLs: the files port, or a relay's in
+        # front of it (contrib/bench/wan.py).
+        self.public_files_port = public_files_port or self.files_port
         self.threads = []
 
     def file_url(self, info):
         sha = info["sha256"]
         return "http://%s:%d/packages/%s/%s/%s" % (
-            self.files_host, self.files_port, sha[:2], sha[2:4], info["filename"])
+            self.files_host, self.public_files_port, sha[:2], sha[2:4], info["filename"])
 
     def render_list(self, fmt):
         projects = self.catalog.projects
@@ -886,6 +895,8 @@ def main(argv=None):
     ap.add_argument("--files-port", type=int, default=0, help="files port (0: any)")
     ap.add_argument("--files-host", default="localhost",
                     help="host name written in file URLs")
+    ap.add_argument("--public-files-port", type=int, default=None,
+                    help="port written in file URLs (a relay's; default: the files port)")
     ap.add_argument("--html-only", action="store_true", help="always serve PEP 503 HTML")
     ap.add_argument("--rate", type=float, default=None,
                     help="throttle file bodies to this many bytes per second")
@@ -896,7 +907,8 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     s = Standin(args.wheels, args.port, args.files_port, args.files_host,
-                args.html_only, args.rate, verbose=not args.quiet).start()
+                args.html_only, args.rate, verbose=not args.quiet,
+                public_files_port=args.public_files_port).start()
     sys.stdout.write("READY index=%d files=%d\n" % (s.port, s.files_port))
     sys.stdout.flush()
     while not stop.wait(0.5):

@@ -80,16 +80,22 @@ def _zip_add(zf, path, data, compress=True):
 
 def build_wheel(outdir, name, version, requires=(), requires_python=">=3.7",
                 file_name=None, extra_files=None, metadata_sibling=True,
-                yanked=None, mtime=None):
+                yanked=None, mtime=None, tag="py3-none-any"):
     """Builds one wheel in outdir; returns its path.
 
     name is written as given in METADATA; the file name uses file_name (the
     distribution part) or name with '-' turned into '_'. extra_files maps
     archive paths to bytes (stored uncompressed). metadata_sibling writes
-    "{wheel}.metadata"; yanked writes "{wheel}.yanked" with the reason."""
+    "{wheel}.metadata"; yanked writes "{wheel}.yanked" with the reason. tag
+    is the wheel's (possibly compressed) tag set, e.g.
+    "cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64"; a platform
+    other than "any" makes it a platlib wheel."""
     dist = file_name or name.replace("-", "_")
     mod = module_name(name)
-    wheel_name = "%s-%s-py3-none-any.whl" % (dist, version)
+    wheel_name = "%s-%s-%s.whl" % (dist, version, tag)
+    pys, abis, plats = (t.split(".") for t in tag.split("-"))
+    tag_lines = "".join("Tag: %s-%s-%s\n" % (py, abi, plat)
+                        for py in pys for abi in abis for plat in plats)
     distinfo = "%s-%s.dist-info" % (dist, version)
     meta = metadata_text(name, version, requires, requires_python)
     files = [
@@ -102,8 +108,9 @@ def build_wheel(outdir, name, version, requires=(), requires_python=">=3.7",
     files += [
         ("%s/METADATA" % distinfo, meta, True),
         ("%s/WHEEL" % distinfo,
-         b"Wheel-Version: 1.0\nGenerator: larder-tests (1.0)\n"
-         b"Root-Is-Purelib: true\nTag: py3-none-any\n", True),
+         ("Wheel-Version: 1.0\nGenerator: larder-tests (1.0)\n"
+          "Root-Is-Purelib: %s\n%s" % ("true" if plats == ["any"] else "false",
+                                       tag_lines)).encode(), True),
         ("%s/top_level.txt" % distinfo, (mod + "\n").encode(), True),
     ]
     record = io.StringIO()
