@@ -1,0 +1,1104 @@
+#!/usr/bin/python3
+"""The benchmark harness: larder against the field, in one run.
+
+Starts the stand-in upstream (tests/integration/standin.py) behind a
+simulated wide-area link (wan.py: latency per round trip and one bandwidth
+cap shared by every connection), serves it the corpus of corpus.py (about 30
+packages with real dependency chains, pages of 0.5 and 2.5 MB, a 90 MB
+wheel), and drives the same workloads through every party of parties.py
+(direct, nginx static, larder behind nginx, lighttpd and Apache, nginx
+proxy_cache, and devpi, proxpi and pypiserver when present), each cold (a
+party with an empty state) and warm, in rounds whose party order rotates:
+
+  install           pip install --no-cache-dir --only-binary :all: of the
+                    install set into a fresh venv (s)
+  parallel-install  ten such installs at once, each in its own venv (s;
+                    every failure counted)
+  throughput-cold   the 90 MB wheel through an empty cache, 1 reader and 4
+                    readers at once (MB/s, all readers' bytes; upstream GETs
+                    counted, bodies hashed)
+  throughput-hot    the cached wheel, 1 and 8 readers (curl) (MB/s)
+  metadata          the PEP 658 metadata of 16 wheels, one after another on
+                    a kept-alive connection as pip fetches them, cold and
+                    hot (docs/s)
+  swarm             warm project pages with the installer Accept header:
+                    wrk with 1 and 32 connections (closed loop, peak req/s),
+                    on the 0.5 MB page and on a small page
+  swarm-latency     p95 latency at 70% of the 32-connection peak, offered
+                    open loop (openloop.c) (ms)
+  swarm-cpu         CPU seconds of the party's whole process tree (web
+                    server included) per 1,000 warm page requests
+  memory            peak RSS during the swarm: the largest worker, and the
+                    whole process tree (MiB)
+  endpoints         every URL larder serves, one warm request each
+                    (larder behind nginx only)
+
+Every result carries the CPU seconds of the party's process tree (web
+server, larder workers, detached fetchers) and its peak RSS over the
+measurement. The JSON report (schema in report.py) goes to --json; report.py
+renders it into docs/performance.md with one SVG chart per workload.
+
+Usage (from anywhere; larder is --larder, else $LARDER_BIN, else ./larder):
+  contrib/bench/bench.py [--rounds 3] [--json bench.json] [--doc docs/performance.md]
+      [--parties a,b] [--workloads x,y] [--latency-ms 20] [--mbit 200]
+      [--venv DIR]      # where devpi-server, proxpi or pypiserver live
+  contrib/bench/bench.py --smoke    # every workload once on a tiny corpus (CI)
+Needs nginx, lighttpd, apache2 with mod_fcgid and mod_xsendfile, wrk, curl,
+python3-venv, cc (contrib/deps.sh test installs them). Run it on a release
+build: an --enable-debug (ASan) binary measures the sanitizers. Exit status:
+0 when every request and install succeeded (goals are reported, never
+enforced), 1 when something failed, 2 when it cannot run here.
+"""
+
+import argparse
+import hashlib
+import http.client
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from urllib.parse import urljoin, urlsplit
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+
+import corpus as corpusmod  # noqa: E402
+import parties as partymod  # noqa: E402
+import stack  # noqa: E402
+
+JSON_ACCEPT = stack.PIP_ACCEPT
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+WORKLOADS = ["install", "parallel-install", "throughput-cold", "throughput-hot",
+             "metadata", "swarm", "endpoints"]
+MB = 1e6
+
+
+class Failure(Exception):
+    """Something failed that voids the run's figures."""
+
+
+def log(msg):
+    sys.stderr.write("bench: %s\n" % msg)
+    sys.stderr.flush()
+
+
+# ---------------------------------------------------------------- upstream
+
+class Upstream:
+    """The stand-in behind two WAN relays (index host, files host) sharing
+    one link; without --latency-ms and --mbit the relays are left out."""
+
+    def __init__(self, work, wheel_dir, latency_ms, mbit):
+        self.work = work
+        self.wheel_dir = wheel_dir
+        self.latency_ms = latency_ms
+        self.mbit = mbit
+        self.relay = None
+        self.files_host = "localhost"
+
+    def start(self):
+        sport, sfport = stack.free_port(), stack.free_port()
+        wan = bool(self.latency_ms or self.mbit)
+        self.index_port = stack.free_port() if wan else sport
+        self.files_port = stack.free_port() if wan else sfport
+        self.standin = stack.Standin(self.wheel_dir, os.path.join(self.work, "standin"),
+                                     port=sport, files_port=sfport,
+                                     public_files_port=self.files_port, quiet=True)
+        self.standin.start(timeout=120)
+        if wan:
+            cmd = [stack.PYTHON, os.path.join(HERE, "wan.py"),
+                   "--listen", str(self.index_port), "--target", "127.0.0.1:%d" % sport,
+                   "--listen", str(self.files_port), "--target", "127.0.0.1:%d" % sfport,
+                   "--latency-ms", str(self.latency_ms or 0)]
+            if self.mbit:
+                cmd += ["--mbit", str(self.mbit)]
+            out = open(os.path.join(self.work, "wan.log"), "ab")
+            self.relay = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=out,
+                                          stdin=subprocess.DEVNULL, start_new_session=True)
+            out.close()
+            line = self.relay.stdout.readline().decode()
+            if not line.startswith("READY"):
+                raise Failure("wan.py did not start: %r" % line)
+        return self
+
+    @property
+    def index_url(self):
+        return "http://127.0.0.1:%d/simple/" % self.index_port
+
+    def counters(self):
+        return self.standin.counters()
+
+    def stop(self):
+        if self.relay is not None:
+            stack._stop_process(self.relay)
+        self.standin.stop()
+
+    def describe(self):
+        if not self.relay:
+            return None
+        return {"latency_ms": self.latency_ms, "bandwidth_mbit": self.mbit or None}
+
+
+def upstream_gets(before, after, filename):
+    return after["files"].get(filename, 0) - before["files"].get(filename, 0)
+
+
+# ---------------------------------------------------------------- /proc
+
+def _stat(pid):
+    """(utime + stime ticks, start time) of pid, or None."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            s = f.read()
+    except OSError:
+        return None
+    fields = s[s.rindex(")") + 2:].split()
+    return int(fields[11]) + int(fields[12]), fields[19]
+
+
+def _status_kb(pid, key):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class Meter:
+    """CPU seconds and peak memory of a party's process tree over one
+    measurement, sampled every 0.2 s (a process that exits between samples
+    takes its last ticks with it). worker_peak_mib is the largest RSS one of
+    the party's workers (larder's, or the server's processes) had during
+    the measurement; worker_hwm_mib the largest high-water mark (VmHWM) of
+    their lifetime, which a cold page parsed earlier may have set."""
+
+    def __init__(self, party):
+        self.party = party
+
+    def _sample(self):
+        pids = self.party.processes()
+        rss = 0
+        for pid in pids:
+            st = _stat(pid)
+            if st is None:
+                continue
+            key = (pid, st[1])
+            self.first.setdefault(key, st[0] if not self.started else 0)
+            self.last[key] = st[0]
+            rss += _status_kb(pid, "VmRSS")
+        self.peak_kb = max(self.peak_kb, rss)
+        for pid in self.party.workers():
+            self.worker_kb = max(self.worker_kb, _status_kb(pid, "VmRSS"))
+            self.worker_hwm_kb = max(self.worker_hwm_kb, _status_kb(pid, "VmHWM"))
+
+    def _loop(self):
+        while not self._stop.wait(0.2):
+            self._sample()
+
+    def __enter__(self):
+        self.first, self.last = {}, {}
+        self.peak_kb = self.worker_kb = self.worker_hwm_kb = 0
+        self.started = False
+        self._sample()
+        self.started = True
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+        self.t0 = time.monotonic()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.monotonic() - self.t0
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        self.cpu_s = sum(self.last[k] - self.first[k] for k in self.last) / CLK_TCK
+        self.peak_mib = self.peak_kb / 1024.0
+        self.worker_peak_mib = self.worker_kb / 1024.0
+        self.worker_hwm_mib = self.worker_hwm_kb / 1024.0
+        return False
+
+
+# ---------------------------------------------------------------- results
+
+class Results:
+    """Samples per (workload, party, case), summarised into the report's
+    workloads (medians, spread, ratio against the workload's reference)."""
+
+    def __init__(self):
+        self.samples = {}
+        self.meta = {}
+        self.order = []
+
+    def workload(self, name, title, unit, better, reference, cases, description):
+        self.meta[name] = dict(name=name, title=title, unit=unit, better=better,
+                               reference=reference, cases=cases, description=description)
+        if name not in self.order:
+            self.order.append(name)
+
+    def add(self, workload, party, case, value, meter=None, errors=0, note=None, extra=None):
+        s = self.samples.setdefault((workload, party, case), {
+            "values": [], "cpu": [], "rss": [], "errors": 0, "notes": [], "extra": []})
+        if value is not None:
+            s["values"].append(value)
+        if meter is not None:
+            s["cpu"].append(meter.cpu_s)
+            s["rss"].append(meter.peak_mib)
+        s["errors"] += errors
+        if note and note not in s["notes"]:
+            s["notes"].append(note)
+        if extra is not None:
+            s["extra"].append(extra)
+
+    def get(self, workload, party, case):
+        s = self.samples.get((workload, party, case))
+        return statistics.median(s["values"]) if s and s["values"] else None
+
+    def extras(self, workload, party, case):
+        s = self.samples.get((workload, party, case))
+        return s["extra"] if s else []
+
+    def errors(self, workload, party):
+        return sum(v["errors"] for (w, p, _), v in self.samples.items()
+                   if w == workload and p == party)
+
+    def build(self, party_order):
+        out = []
+        for name in self.order:
+            m = dict(self.meta[name])
+            m["results"] = []
+            for party in party_order:
+                for case in m["cases"]:
+                    s = self.samples.get((name, party, case))
+                    if s is None:
+                        continue
+                    vals = s["values"]
+                    med = statistics.median(vals) if vals else None
+                    ref = self.get(name, m["reference"], case)
+                    m["results"].append({
+                        "party": party, "case": case, "median": _r(med),
+                        "min": _r(min(vals)) if vals else None,
+                        "max": _r(max(vals)) if vals else None,
+                        "samples": [_r(v) for v in vals],
+                        "ratio": _r(med / ref) if med is not None and ref else None,
+                        "cpu_s": _r(statistics.median(s["cpu"])) if s["cpu"] else None,
+                        "peak_rss_mib": _r(max(s["rss"])) if s["rss"] else None,
+                        "errors": s["errors"],
+                        "note": "; ".join(s["notes"]) or None})
+            out.append(m)
+        return out
+
+
+def _r(v, digits=4):
+    if v is None:
+        return None
+    return float("%.*g" % (digits, v))
+
+
+# ---------------------------------------------------------------- clients
+
+class Client:
+    """Sequential HTTP/1.1 requests over kept-alive connections, one per
+    host, as pip makes them."""
+
+    def __init__(self, timeout=120):
+        self.conns = {}
+        self.timeout = timeout
+
+    def get(self, url, headers=None, method="GET"):
+        u = urlsplit(url)
+        key = (u.hostname, u.port or 80)
+        for attempt in (0, 1):
+            conn = self.conns.get(key)
+            if conn is None:
+                conn = http.client.HTTPConnection(key[0], key[1], timeout=self.timeout)
+                self.conns[key] = conn
+            try:
+                path = u.path + ("?" + u.query if u.query else "")
+                conn.request(method, path, headers=headers or {})
+                r = conn.getresponse()
+                body = r.read()
+                return r.status, dict((k.lower(), v) for k, v in r.getheaders()), body
+            except (http.client.HTTPException, OSError):
+                conn.close()
+                self.conns.pop(key, None)
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self):
+        for c in self.conns.values():
+            c.close()
+        self.conns = {}
+
+
+def page_files(client, index_url, project):
+    """{filename: absolute URL (no fragment)} from a party's project page
+    (PEP 691 JSON when offered, else PEP 503 anchors)."""
+    url = urljoin(index_url, project + "/")
+    status, headers, body = client.get(url, {"Accept": JSON_ACCEPT})
+    if status != 200:
+        raise Failure("%s: %d" % (url, status))
+    out = {}
+    if "json" in headers.get("content-type", ""):
+        for f in json.loads(body)["files"]:
+            out[f["filename"]] = urljoin(url, f["url"]).split("#")[0]
+    else:
+        for href, name in re.findall(rb'<a[^>]*href="([^"]+)"[^>]*>([^<]+)</a>', body):
+            out[name.decode().strip()] = urljoin(url, href.decode().replace("&amp;", "&")) \
+                .split("#")[0]
+    return out
+
+
+def curl_readers(urls, outdir=None, reps=1, timeout=900):
+    """Starts one curl per URL at the same moment, each fetching its URL reps
+    times over one connection (into outdir/bodyN when given); returns (wall
+    seconds, [(http code of the worst transfer, bytes of all transfers,
+    seconds to the first byte, seconds, path or None)])."""
+    procs = []
+    fmt = "%{http_code} %{size_download} %{time_starttransfer} %{time_total}\\n"
+    t0 = time.monotonic()
+    for i, url in enumerate(urls):
+        path = os.path.join(outdir, "body%d" % i) if outdir else None
+        cmd = ["curl", "-sS", "--max-time", str(timeout), "-w", fmt]
+        for _ in range(reps):
+            cmd += ["-o", path or "/dev/null", url]
+        procs.append((subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE),
+                      path))
+    out = []
+    for p, path in procs:
+        so, _ = p.communicate(timeout=timeout + 30)
+        rows = [line.split() for line in so.decode().splitlines()]
+        if p.returncode != 0 or len(rows) != reps or any(len(r) != 4 for r in rows):
+            out.append((0, 0, None, None, path))
+            continue
+        code = max((int(r[0]) for r in rows), key=lambda c: c != 200)
+        out.append((code, sum(int(r[1]) for r in rows), float(rows[0][2]),
+                    sum(float(r[3]) for r in rows), path))
+    return time.monotonic() - t0, out
+
+
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------- the run
+
+class Bench:
+    def __init__(self, args, work):
+        self.args = args
+        self.work = work
+        self.res = Results()
+        self.failures = []
+        self.running = []
+        self.endpoints = []
+
+    def rounds(self, workload):
+        if workload == "parallel-install":
+            return self.args.parallel_rounds
+        return self.args.rounds
+
+    # -- parties
+
+    def party(self, name):
+        return self.parties[name]
+
+    def fresh(self, name):
+        """The party started with an empty state."""
+        p = self.parties[name]
+        p.start()
+        self.running.append(p)
+        return p
+
+    def done(self, p):
+        p.stop()
+        if p in self.running:
+            self.running.remove(p)
+
+    def present(self, names):
+        return [n for n in names if n in self.parties and self.parties[n].present]
+
+    def caches(self):
+        """Every present party pip can use, direct included."""
+        return self.present(["direct"] + [n for n in partymod.ALL
+                                          if n not in ("direct", "nginx-static")])
+
+    def rotate(self, names, rnd):
+        k = rnd % len(names) if names else 0
+        return names[k:] + names[:k]
+
+    def fail(self, what):
+        log("FAILED: " + what)
+        self.failures.append(what)
+
+    # -- pip
+
+    def venv(self, tag):
+        path = os.path.join(self.work, "venvs", tag)
+        if os.path.exists(path):
+            shutil.rmtree(path)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return stack.clone_venv(self.template, path)
+
+    def pip_cmd(self, venv, index_url):
+        return [os.path.join(venv, "bin", "pip"), "install", "--no-cache-dir",
+                "--disable-pip-version-check", "--no-input", "--retries", "0",
+                "--timeout", "60", "--only-binary", ":all:", "--index-url", index_url] \
+            + list(self.corpus["install_set"])
+
+    def pips(self, party, n, tag):
+        """n pip installs at once through party; returns (wall, failures)."""
+        venvs = [self.venv("%s-%d" % (tag, i)) for i in range(n)]
+        procs = []
+        t0 = time.monotonic()
+        for i, v in enumerate(venvs):
+            out = open(os.path.join(v, "pip.log"), "wb")
+            procs.append(subprocess.Popen(self.pip_cmd(v, party.index_url), stdout=out,
+                                          stderr=subprocess.STDOUT, env=stack.clean_env(),
+                                          start_new_session=True))
+            out.close()
+        for p in procs:
+            try:
+                p.wait(timeout=900)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        wall = time.monotonic() - t0
+        bad = 0
+        want = {corpusmod.normalise(n) for n in self.corpus["install_closure"]}
+        for p, v in zip(procs, venvs):
+            got = set(stack.installed(v)) if p.returncode == 0 else set()
+            if p.returncode != 0 or got != want:
+                bad += 1
+                with open(os.path.join(v, "pip.log"), errors="replace") as f:
+                    tail = f.read()[-1500:]
+                self.fail("%s %s: pip exit %s, installed %s\n%s" % (
+                    party.name, tag, p.returncode, sorted(got ^ want), tail))
+            shutil.rmtree(v, ignore_errors=True)
+        return wall, bad
+
+    # -- workloads
+
+    def w_install(self):
+        r = self.res
+        r.workload("install", "pip install, %d packages" % len(self.corpus["install_closure"]),
+                   "s", "lower", "direct", ["cold", "warm"],
+                   "One `pip install --no-cache-dir --only-binary :all:` of the install set "
+                   "into a fresh venv: cold against a party with an empty state, then warm "
+                   "(a second fresh venv).")
+        self._installs("install", 1)
+
+    def w_parallel(self):
+        n = self.args.installs
+        self.res.workload(
+            "parallel-install", "%d pip installs at once" % n, "s", "lower", "direct",
+            ["cold", "warm"],
+            "%d installs of the install set started at the same moment, each in its own "
+            "fresh venv; wall time until the last ends. Every failed install is counted "
+            "and voids the run." % n)
+        self._installs("parallel-install", n)
+
+    def _installs(self, name, n):
+        for rnd in range(self.rounds(name)):
+            for pname in self.rotate(self.caches(), rnd):
+                p = self.fresh(pname)
+                try:
+                    for case in ("cold", "warm"):
+                        with Meter(p) as m:
+                            wall, bad = self.pips(p, n, "%s-%s-%s" % (name, pname, case))
+                        self.res.add(name, pname, case, wall, m, errors=bad)
+                        log("%s round %d %-18s %-4s %7.2f s  cpu %.2f s%s" % (
+                            name, rnd + 1, pname, case, wall, m.cpu_s,
+                            "  FAILED %d" % bad if bad else ""))
+                finally:
+                    self.done(p)
+
+    def big_url(self, p, client):
+        big = self.corpus["big_wheel"]
+        files = page_files(client, p.index_url, big["project"])
+        if big["filename"] not in files:
+            raise Failure("%s: %s not on its page" % (p.name, big["filename"]))
+        return files[big["filename"]]
+
+    def w_throughput_cold(self):
+        big = self.corpus["big_wheel"]
+        self.res.workload(
+            "throughput-cold", "the %.0f MB wheel through an empty cache" % (big["size"] / MB),
+            "MB/s", "higher", "direct", ["1-reader", "4-readers"],
+            "Readers released at the same moment against a party with an empty state, "
+            "through the simulated WAN; MB/s of all readers' bytes over the wall time until "
+            "the last has every byte. Each body's sha256 is checked; upstream GETs of the "
+            "file are counted (a cache should make one).")
+        for rnd in range(self.rounds("throughput-cold")):
+            for pname in self.rotate(self.caches(), rnd):
+                for case, n in (("1-reader", 1), ("4-readers", 4)):
+                    p = self.fresh(pname)
+                    client = Client()
+                    try:
+                        url = self.big_url(p, client)
+                        outdir = tempfile.mkdtemp(dir=self.work, prefix="bodies-")
+                        c0 = self.upstream.counters()
+                        with Meter(p) as m:
+                            wall, rd = curl_readers([url] * n, outdir)
+                        gets = upstream_gets(c0, self.upstream.counters(), big["filename"])
+                        bad = 0
+                        for code, size, _, _, path in rd:
+                            if code != 200 or size != big["size"] or \
+                                    sha256_of(path) != big["sha256"]:
+                                bad += 1
+                                self.fail("%s cold %s: http %s, %s bytes" % (
+                                    pname, case, code, size))
+                        shutil.rmtree(outdir, ignore_errors=True)
+                        first = max(x[2] or 0 for x in rd)
+                        self.res.add("throughput-cold", pname, case,
+                                     n * big["size"] / MB / wall, m, errors=bad,
+                                     note="upstream GETs %d" % gets if pname != "direct"
+                                     else None,
+                                     extra={"wall_s": wall, "upstream_gets": gets,
+                                            "first_byte_max_s": first})
+                        log("throughput-cold round %d %-18s %-9s %6.2f s  %.1f MB/s  "
+                            "first byte <= %.3f s  upstream GETs %d" % (
+                                rnd + 1, pname, case, wall, n * big["size"] / MB / wall,
+                                first, gets))
+                    finally:
+                        client.close()
+                        self.done(p)
+
+    def w_throughput_hot(self):
+        big = self.corpus["big_wheel"]
+        reps = self.args.wheel_reps
+        self.res.workload(
+            "throughput-hot", "the cached %.0f MB wheel" % (big["size"] / MB), "MB/s",
+            "higher", "nginx-static", ["1-reader", "8-readers"],
+            "curl processes started at once, each downloading the cached wheel %d times "
+            "over one connection; MB/s of all bytes. The reference is nginx sending the "
+            "same file from disk." % reps)
+        names = [n for n in self.present(["nginx-static"]) + self.caches() if n != "direct"]
+        running = {}
+        try:
+            for pname in names:
+                p = self.fresh(pname)
+                running[pname] = p
+                if pname == "nginx-static":
+                    running[pname].url = p.put("big/" + big["filename"],
+                                               src=self.corpus["big_wheel"]["path"])
+                    continue
+                client = Client()
+                p.url = self.big_url(p, client)
+                client.close()
+                _, rd = curl_readers([p.url])       # fills the cache
+                if rd[0][0] != 200 or rd[0][1] != big["size"]:
+                    self.fail("%s: warming the wheel: %r" % (pname, rd))
+            for rnd in range(self.rounds("throughput-hot")):
+                for pname in self.rotate(names, rnd):
+                    p = running[pname]
+                    for case, n in (("1-reader", 1), ("8-readers", 8)):
+                        with Meter(p) as m:
+                            wall, rd = curl_readers([p.url] * n, reps=reps)
+                        bad = sum(1 for x in rd if x[0] != 200 or x[1] != reps * big["size"])
+                        if bad:
+                            self.fail("%s hot %s: %r" % (pname, case, rd))
+                        rate = n * reps * big["size"] / MB / wall
+                        self.res.add("throughput-hot", pname, case, rate, m, errors=bad)
+                        log("throughput-hot round %d %-18s %-9s %8.1f MB/s  cpu %.2f s" % (
+                            rnd + 1, pname, case, rate, m.cpu_s))
+        finally:
+            for p in running.values():
+                self.done(p)
+
+    def w_metadata(self):
+        wheels = self.corpus["metadata_wheels"][:16]
+        reps = self.args.metadata_reps
+        self.res.workload(
+            "metadata", "PEP 658 metadata of %d wheels" % len(wheels), "docs/s", "higher",
+            "direct", ["cold", "hot"],
+            "The `.metadata` sibling of %d wheels fetched one after another on kept-alive "
+            "connections, as pip does while resolving: cold (pages fetched first, "
+            "untimed), then hot (%d passes). Each document's sha256 is checked."
+            % (len(wheels), reps))
+        for rnd in range(self.rounds("metadata")):
+            for pname in self.rotate(self.caches(), rnd):
+                p = self.fresh(pname)
+                client = Client()
+                try:
+                    urls = []
+                    pages = {}
+                    for w in wheels:
+                        if w["project"] not in pages:
+                            pages[w["project"]] = page_files(client, p.index_url, w["project"])
+                        urls.append((pages[w["project"]][w["filename"]] + ".metadata",
+                                     w["metadata_sha256"]))
+                    for case, passes in (("cold", 1), ("hot", reps)):
+                        bad = 0
+                        with Meter(p) as m:
+                            for _ in range(passes):
+                                for url, sha in urls:
+                                    status, _, body = client.get(url)
+                                    if status != 200 or \
+                                            hashlib.sha256(body).hexdigest() != sha:
+                                        bad += 1
+                        if bad:
+                            self.fail("%s metadata %s: %d bad documents" % (pname, case, bad))
+                        rate = passes * len(urls) / m.wall
+                        self.res.add("metadata", pname, case, rate, m, errors=bad)
+                        log("metadata round %d %-18s %-4s %8.1f docs/s" % (
+                            rnd + 1, pname, case, rate))
+                finally:
+                    client.close()
+                    self.done(p)
+
+    # -- swarm
+
+    def wrk(self, url, conns, seconds, accept=JSON_ACCEPT):
+        threads = min(conns, 2)
+        cmd = ["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % seconds,
+               "--timeout", "10s",
+               "-H", "Accept: " + accept, url]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60).stdout
+        m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+        reqs = re.search(r"(\d+) requests in", out)
+        non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+        sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), "
+                         r"timeout (\d+)", out)
+        errors = int(non2xx.group(1)) if non2xx else 0
+        if sock:
+            errors += sum(int(x) for x in sock.groups())
+        if not m or not reqs:
+            raise Failure("wrk printed no figures for %s:\n%s" % (url, out))
+        return float(m.group(1)), int(reqs.group(1)), errors
+
+    def openloop(self, url, rate, seconds, conns=32):
+        out = subprocess.run([self.openloop_bin, "-c", str(conns), "-r", "%.0f" % rate,
+                              "-d", str(seconds), "-H", "Accept: " + JSON_ACCEPT, url],
+                             capture_output=True, text=True, timeout=seconds + 60)
+        if out.returncode != 0:
+            raise Failure("openloop %s: %s" % (url, out.stderr.strip()))
+        return json.loads(out.stdout)
+
+    def w_swarm(self):
+        big, small = self.corpus["swarm_pages"]["mid"], self.corpus["swarm_pages"]["small"]
+        d = self.args.duration
+        r = self.res
+        sizes = {}
+        cases = ["1-client", "32-clients", "32-clients-small-page"]
+        r.workload("swarm", "warm project pages", "req/s", "higher", "nginx-static", cases,
+                   "wrk, closed loop, %d s per figure, with the installer Accept header: "
+                   "1 and 32 connections on the %s page (%s), and 32 on the %s page "
+                   "(%s). The reference is nginx sending the same page bytes as a static "
+                   "file." % (d, big, "%PAGE_MID%", small, "%PAGE_SMALL%"))
+        r.workload("swarm-latency", "p95 latency at 70% of the peak", "ms", "lower",
+                   "nginx-static", ["32-clients"],
+                   "openloop (contrib/bench/openloop.c): requests offered at a fixed rate, "
+                   "70%% of the party's own 32-connection peak, over 32 connections for %d s; "
+                   "latency counted from each request's scheduled time." % d)
+        r.workload("swarm-cpu", "CPU per 1,000 warm page requests", "CPU s", "lower",
+                   "nginx-static", ["32-clients"],
+                   "CPU seconds of the party's whole process tree (web server and larder "
+                   "workers) over the 32-connection wrk run, per 1,000 requests.")
+        r.workload("memory", "memory during the swarm", "MiB", "lower", "nginx-static",
+                   ["largest-worker", "largest-worker-lifetime", "all-processes"],
+                   "During the 32-connection swarm, sampled every 0.2 s: the largest RSS of "
+                   "a single worker (for larder a FastCGI worker), the largest high-water "
+                   "mark (VmHWM) of a worker's whole life (it includes parsing the cold "
+                   "pages before the swarm), and the whole process tree's RSS.")
+        names = self.present(["nginx-static"]) + [n for n in self.caches() if n != "direct"]
+        running, urls = {}, {}
+        try:
+            page_bytes = {}
+            for pname in names:
+                p = self.fresh(pname)
+                running[pname] = p
+                if pname == "nginx-static":
+                    continue
+                client = Client()
+                for proj in (big, small):
+                    url = urljoin(p.index_url, proj + "/")
+                    for _ in range(2):      # a miss, then a hit
+                        status, _, body = client.get(url, {"Accept": JSON_ACCEPT})
+                    if status != 200:
+                        self.fail("%s: %s: %d" % (pname, url, status))
+                    urls[(pname, proj)] = url
+                    page_bytes.setdefault(proj, body)
+                client.close()
+            if "nginx-static" in running:
+                for proj in (big, small):
+                    urls[("nginx-static", proj)] = running["nginx-static"].put(
+                        "pages/%s.json" % proj, page_bytes[proj])
+            for proj in (big, small):
+                sizes[proj] = len(page_bytes.get(proj, b""))
+            # Warm means warm: every server has started all the workers it
+            # will use (mod_fcgid spawns them one at a time) before the clock.
+            for (pname, proj), url in sorted(urls.items()):
+                self.wrk(url, 32, 2)
+            for rnd in range(self.rounds("swarm")):
+                for pname in self.rotate(names, rnd):
+                    p = running[pname]
+                    for case, proj, conns in (("1-client", big, 1), ("32-clients", big, 32),
+                                              ("32-clients-small-page", small, 32)):
+                        with Meter(p) as m:
+                            rps, n, errors = self.wrk(urls[(pname, proj)], conns, d)
+                        if errors:
+                            self.fail("%s swarm %s: %d errors" % (pname, case, errors))
+                        r.add("swarm", pname, case, rps, m, errors=errors)
+                        if case == "32-clients":
+                            r.add("swarm-cpu", pname, case, m.cpu_s / n * 1000, m)
+                            r.add("memory", pname, "largest-worker", m.worker_peak_mib)
+                            r.add("memory", pname, "largest-worker-lifetime",
+                                  m.worker_hwm_mib)
+                            r.add("memory", pname, "all-processes", m.peak_mib)
+                            peak = rps
+                        log("swarm round %d %-18s %-22s %9.0f req/s  cpu/1000 %.3f s  "
+                            "worker %.1f MiB" % (rnd + 1, pname, case, rps,
+                                                 m.cpu_s / max(n, 1) * 1000,
+                                                 m.worker_peak_mib))
+                    with Meter(p) as m:
+                        ol = self.openloop(urls[(pname, big)], 0.7 * peak, d)
+                    # lost: dropped by a reset or a parse failure
+                    lost = ol["scheduled"] - ol["completed"] - ol["timeouts"]
+                    errors = ol["errors"] + ol["non2xx3xx"] + ol["timeouts"] + max(lost, 0)
+                    if errors:
+                        self.fail("%s open loop: %r" % (pname, ol))
+                    r.add("swarm-latency", pname, "32-clients", ol["latency_ms"]["p95"], m,
+                          errors=errors, extra=ol)
+                    log("swarm round %d %-18s open loop %.0f req/s: p95 %.2f ms" % (
+                        rnd + 1, pname, ol["achieved_rps"], ol["latency_ms"]["p95"]))
+        finally:
+            for p in running.values():
+                self.done(p)
+        m = r.meta["swarm"]
+        m["description"] = m["description"].replace(
+            "%PAGE_MID%", "%.0f KB" % (sizes.get(big, 0) / 1e3)).replace(
+            "%PAGE_SMALL%", "%.1f KB" % (sizes.get(small, 0) / 1e3))
+
+    # -- endpoints
+
+    def w_endpoints(self):
+        if not self.present(["larder-nginx"]):
+            return
+        p = self.fresh("larder-nginx")
+        client = Client()
+        out = []
+        try:
+            base = p.fe.base
+            proj = self.corpus["install_set"][0]
+            w = self.corpus["metadata_wheels"][0]
+            files = page_files(client, p.index_url, w["project"])
+            furl = files[w["filename"]]
+            fpath = urlsplit(furl).path
+            for u in (furl, furl + ".metadata"):
+                client.get(u)
+            h = client.get(furl)[1]
+            etag = h.get("etag", "")
+            cases = [
+                ("/root/pypi/simple/", JSON_ACCEPT, {}, "project list, JSON"),
+                ("/root/pypi/simple/", "text/html", {}, "project list, HTML"),
+                ("/root/pypi/simple/%s/" % proj, JSON_ACCEPT, {}, "project page, JSON"),
+                ("/root/pypi/simple/%s/" % proj, "text/html", {}, "project page, HTML"),
+                ("/pypi/simple/%s/" % proj, JSON_ACCEPT, {}, "cache index page, JSON"),
+                ("/root/pypi/simple/%s" % proj.upper().replace("-", "_"), JSON_ACCEPT, {},
+                 "non-normalised name (301)"),
+                (fpath, None, {}, "file"),
+                (fpath, None, {"Range": "bytes=0-1023"}, "file, Range"),
+                (fpath, None, {"If-None-Match": etag}, "file, If-None-Match (304)"),
+                (fpath + ".metadata", None, {}, "PEP 658 metadata"),
+                ("/root/pypi/simple/no-such-project/", JSON_ACCEPT, {}, "unknown project"),
+            ]
+            for path, accept, extra, what in cases:
+                for _ in range(2):      # warm: the first may miss
+                    client.get(base + path, dict(extra, **({"Accept": accept} if accept
+                                                          else {})))
+                times = []
+                for _ in range(self.args.endpoint_reps):
+                    t0 = time.monotonic()
+                    status, _, body = client.get(
+                        base + path, dict(extra, **({"Accept": accept} if accept else {})))
+                    times.append((time.monotonic() - t0) * 1000)
+                if status >= 500:
+                    self.fail("endpoint %s: %d" % (path, status))
+                out.append({"path": path, "what": what, "status": status, "bytes": len(body),
+                            "ms": _r(statistics.median(times), 3)})
+                log("endpoint %-60s %3d %8d bytes %.3f ms" % (path[:60], status, len(body),
+                                                              out[-1]["ms"]))
+        finally:
+            client.close()
+            self.done(p)
+        self.endpoints = out
+
+    # -- goals
+
+    def goals(self):
+        r = self.res
+        g = []
+
+        def goal(text, value, target, ok, why=None):
+            g.append({"text": text, "value": _r(value, 3) if value is not None else None,
+                      "target": target, "met": ok if value is not None else None,
+                      "why": why if value is not None else (why or "not measured")})
+
+        def ratio(w, a, b, case):
+            x, y = r.get(w, a, case), r.get(w, b, case)
+            return x / y if x is not None and y else None
+
+        v = ratio("swarm", "larder-nginx", "nginx-static", "32-clients")
+        goal("Warm swarm, 32 clients: larder behind nginx / nginx static", v, ">= 0.7",
+             v is not None and v >= 0.7)
+        pys = self.present(["devpi", "proxpi", "pypiserver"])
+        if pys:
+            vals = [ratio("swarm", "larder-nginx", n, "32-clients") for n in pys]
+            v = min(x for x in vals if x is not None) if any(vals) else None
+            goal("Warm swarm, 32 clients: larder behind nginx / every Python cache present",
+                 v, ">= 10", v is not None and v >= 10)
+        else:
+            g.append({"text": "Warm swarm, 32 clients: larder behind nginx / every Python "
+                      "cache present", "value": None, "target": ">= 10", "met": None,
+                      "why": "no Python cache present (devpi, proxpi, pypiserver absent)"})
+        v = ratio("swarm-cpu", "larder-nginx", "nginx-static", "32-clients")
+        goal("CPU per 1,000 warm page requests, larder + nginx / nginx static", v, "<= 2",
+             v is not None and v <= 2)
+        v = ratio("throughput-hot", "larder-nginx", "nginx-static", "1-reader")
+        goal("Hot single-stream wheel: larder behind nginx / nginx static", v, ">= 0.9",
+             v is not None and v >= 0.9)
+        burst = [e["wall_s"] for e in r.extras("throughput-cold", "larder-nginx", "4-readers")]
+        one = [e["wall_s"] for e in r.extras("throughput-cold", "direct", "1-reader")]
+        gets = [e["upstream_gets"] for e in
+                r.extras("throughput-cold", "larder-nginx", "4-readers")]
+        v = statistics.median(burst) / statistics.median(one) if burst and one else None
+        goal("Cold 4-reader burst: wall time / one direct download", v, "<= 1.2, 1 upstream GET",
+             v is not None and v <= 1.2 and set(gets) == {1},
+             "upstream GETs per burst: %s" % gets)
+        v = r.get("install", "larder-nginx", "warm")
+        d = r.get("install", "direct", "warm")
+        goal("Warm install: larder behind nginx / direct", v / d if v and d else None,
+             "<= 1.0", bool(v and d and v <= d))
+        fails = sum(r.errors("parallel-install", n) for n in self.present(
+            list(partymod.LARDER_KINDS)))
+        measured = any(k[0] == "parallel-install" for k in r.samples)
+        goal("%d parallel cold installs through larder (every front end): failures"
+             % self.args.installs,
+             fails if measured else None, "0", fails == 0)
+        workers = [r.get("memory", n, "largest-worker")
+                   for n in self.present(list(partymod.LARDER_KINDS))]
+        workers = [w for w in workers if w is not None]
+        v = max(workers) if workers else None
+        goal("Largest larder worker's RSS during the swarm (MiB)", v, "< 16",
+             v is not None and v < 16)
+        return g
+
+
+def machine():
+    info = {"cpus": os.cpu_count(), "cpu_model": None, "mem_gib": None,
+            "kernel": platform.release(), "os": None, "virt": None}
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"model name\s*:\s*(.+)", f.read())
+            info["cpu_model"] = m.group(1).strip() if m else None
+        with open("/proc/meminfo") as f:
+            info["mem_gib"] = round(int(f.readline().split()[1]) / 1024 ** 2, 1)
+        with open("/etc/os-release") as f:
+            m = re.search(r'PRETTY_NAME="([^"]+)"', f.read())
+            info["os"] = m.group(1) if m else None
+    except OSError:
+        pass
+    try:
+        v = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True).stdout
+        info["virt"] = v.strip() if v.strip() not in ("", "none") else None
+    except OSError:
+        pass
+    return info
+
+
+def build_openloop(work):
+    out = os.path.join(work, "openloop")
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        raise Failure("no C compiler for contrib/bench/openloop.c")
+    subprocess.run([cc, "-O2", "-o", out, os.path.join(HERE, "openloop.c"), "-lm"],
+                   check=True)
+    return out
+
+
+def links_asan(binary):
+    try:
+        out = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+    except OSError:
+        return False
+    return "libasan" in out
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--larder", default=None, help="the larder binary ($LARDER_BIN, ./larder)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--parallel-rounds", type=int, default=1,
+                    help="rounds of the ten-installs workload (each takes minutes)")
+    ap.add_argument("--installs", type=int, default=10)
+    ap.add_argument("--duration", type=int, default=10, help="seconds per swarm figure")
+    ap.add_argument("--wheel-reps", type=int, default=1)
+    ap.add_argument("--metadata-reps", type=int, default=20)
+    ap.add_argument("--endpoint-reps", type=int, default=20)
+    ap.add_argument("--latency-ms", type=float, default=20.0,
+                    help="round-trip time added to the upstream (0: none)")
+    ap.add_argument("--mbit", type=float, default=200.0,
+                    help="the upstream link's bandwidth, shared (0: no cap)")
+    ap.add_argument("--larder-workers", type=int, default=4)
+    ap.add_argument("--parties", default=",".join(partymod.ALL))
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--venv", default=None,
+                    help="a virtualenv holding devpi-server, proxpi or pypiserver")
+    ap.add_argument("--corpus-dir", default=None,
+                    help="where the corpus is built and kept between runs")
+    ap.add_argument("--work", default=None, help="work dir (default: a new temp dir)")
+    ap.add_argument("--json", default=None, help="write the report here")
+    ap.add_argument("--doc", default=None,
+                    help="render the report into this Markdown file (report.py)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="every workload once, tiny corpus, short runs (CI)")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        args.rounds = args.parallel_rounds = 1
+        args.installs = 3
+        args.duration = 1
+        args.metadata_reps = 2
+        args.endpoint_reps = 2
+        args.latency_ms = min(args.latency_ms, 2.0)
+        # the shared link is still exercised, just not a bottleneck
+        args.mbit = 2000.0 if args.mbit == 200.0 else args.mbit
+    args.larder = os.path.abspath(args.larder or os.environ.get("LARDER_BIN")
+                                  or os.path.join(os.getcwd(), "larder"))
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    command = " ".join(["contrib/bench/bench.py"] + (argv if argv is not None
+                                                     else sys.argv[1:]))
+    for tool in ("wrk", "curl"):
+        if not shutil.which(tool):
+            log("%s is missing (apt-get install %s)" % (tool, tool))
+            return 2
+    if not os.access(args.larder, os.X_OK):
+        log("no larder binary at %s (--larder or $LARDER_BIN)" % args.larder)
+        return 2
+    notes = []
+    if links_asan(args.larder):
+        notes.append("larder was built with ASan (--enable-debug): its figures measure "
+                     "the sanitizers, not larder")
+        log("NOTE: " + notes[-1])
+    work = args.work or tempfile.mkdtemp(prefix="larder-bench-", dir="/var/tmp")
+    os.makedirs(work, exist_ok=True)
+    os.chmod(work, 0o755)
+    t_start = time.time()
+    bench = Bench(args, work)
+
+    def on_term(*_):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    upstream = None
+    rc = 0
+    try:
+        cdir = args.corpus_dir or os.path.join("/var/tmp", "larder-bench-corpus" +
+                                               ("-smoke" if args.smoke else ""))
+        t0 = time.monotonic()
+        bench.corpus = corpusmod.build(cdir, smoke=args.smoke)
+        log("corpus: %d projects, %d files, in %s (%.1f s)" % (
+            bench.corpus["projects"], bench.corpus["files"], cdir, time.monotonic() - t0))
+        bench.openloop_bin = build_openloop(work)
+        bench.template = stack.make_venv(os.path.join(work, "venv-template"))
+        upstream = bench.upstream = Upstream(work, bench.corpus["wheel_dir"],
+                                             args.latency_ms, args.mbit).start()
+        bench.parties = {}
+        for name in args.parties.split(","):
+            bench.parties[name] = partymod.make(name, work, upstream, args)
+            p = bench.parties[name]
+            log("party %-18s %s" % (name, "present" if p.present else "absent: " + p.reason))
+        for w in args.workloads.split(","):
+            fn = {"install": bench.w_install, "parallel-install": bench.w_parallel,
+                  "throughput-cold": bench.w_throughput_cold,
+                  "throughput-hot": bench.w_throughput_hot, "metadata": bench.w_metadata,
+                  "swarm": bench.w_swarm, "endpoints": bench.w_endpoints}.get(w)
+            if fn is None:
+                log("unknown workload %r (one of %s)" % (w, ", ".join(WORKLOADS)))
+                return 2
+            log("== %s" % w)
+            fn()
+    except (Failure, partymod.PartyError) as e:
+        bench.fail(str(e))
+    except KeyboardInterrupt:
+        bench.fail("interrupted")
+    finally:
+        for p in list(bench.running):
+            try:
+                bench.done(p)
+            except Exception as e:  # keep stopping the others
+                log("stopping %s: %s" % (p.name, e))
+        if upstream is not None:
+            upstream.stop()
+        partymod.kill_leftovers(work)
+    order = [n for n in partymod.ALL if n in getattr(bench, "parties", {})]
+    report = {
+        "schema": 1, "command": command,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t_start)),
+        "duration_s": round(time.time() - t_start, 1), "smoke": args.smoke,
+        "machine": machine(),
+        "setup": {
+            "rounds": args.rounds,
+            "wan": upstream.describe() if upstream else None,
+            "corpus": {k: bench.corpus.get(k) for k in (
+                "projects", "files", "install_set", "big_wheel_mib", "largest_page_kib")}
+            if hasattr(bench, "corpus") else None,
+            "larder": {"binary": args.larder, "workers": args.larder_workers,
+                       "version": partymod._version([args.larder, "--version"])},
+            "notes": notes + ["parallel-install ran %d round(s)" % args.parallel_rounds,
+                              "failures: %d" % len(bench.failures)]},
+        "parties": [bench.parties[n].info() for n in order],
+        "workloads": bench.res.build(order),
+        "goals": bench.goals(),
+        "endpoints": bench.endpoints,
+        "failures": bench.failures,
+    }
+    if args.json:
+        with open(args.json + ".tmp", "w") as f:
+            json.dump(report, f, indent=1)
+            f.write("\n")
+        os.replace(args.json + ".tmp", args.json)
+        log("report: %s" % args.json)
+    if args.doc:
+        if not args.json:
+            log("--doc needs --json")
+            return 2
+        if subprocess.run([stack.PYTHON, os.path.join(HERE, "report.py"), args.json,
+                           "--doc", args.doc]).returncode != 0:
+            log("report.py could not render %s into %s" % (args.json, args.doc))
+            rc = 1
+    for gl in report["goals"]:
+        log("goal %-75s %-10s %s" % (gl["text"][:75], gl["value"],
+                                     {True: "met", False: "MISSED", None: "n/a"}[gl["met"]]))
+    if bench.failures:
+        log("%d failure(s); first: %s" % (len(bench.failures), bench.failures[0][:500]))
+        rc = 1
+    if not args.work:
+        shutil.rmtree(work, ignore_errors=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
