@@ -75,6 +75,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 import corpus as corpusmod  # noqa: E402
 import parties as partymod  # noqa: E402
 import stack  # noqa: E402
+import wheels  # noqa: E402
 
 JSON_ACCEPT = stack.PIP_ACCEPT
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -392,14 +393,6 @@ def curl_readers(urls, outdir=None, reps=1, timeout=900):
     return time.monotonic() - t0, out
 
 
-def sha256_of(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 # ---------------------------------------------------------------- the run
 
 class Bench:
@@ -562,7 +555,7 @@ class Bench:
                         bad = 0
                         for code, size, _, _, path in rd:
                             if code != 200 or size != big["size"] or \
-                                    sha256_of(path) != big["sha256"]:
+                                    wheels.sha256_file(path) != big["sha256"]:
                                 bad += 1
                                 self.fail("%s cold %s: http %s, %s bytes" % (
                                     pname, case, code, size))
@@ -625,15 +618,15 @@ class Bench:
                 self.done(p)
 
     def w_metadata(self):
-        wheels = self.corpus["metadata_wheels"][:16]
+        metas = self.corpus["metadata_wheels"][:16]
         reps = self.args.metadata_reps
         self.res.workload(
-            "metadata", "PEP 658 metadata of %d wheels" % len(wheels), "docs/s", "higher",
+            "metadata", "PEP 658 metadata of %d wheels" % len(metas), "docs/s", "higher",
             "direct", ["cold", "hot"],
             "The `.metadata` sibling of %d wheels fetched one after another on kept-alive "
             "connections, as pip does while resolving: cold (pages fetched first, "
             "untimed), then hot (%d passes). Each document's sha256 is checked."
-            % (len(wheels), reps))
+            % (len(metas), reps))
         for rnd in range(self.rounds("metadata")):
             for pname in self.rotate(self.caches(), rnd):
                 p = self.fresh(pname)
@@ -641,7 +634,7 @@ class Bench:
                 try:
                     urls = []
                     pages = {}
-                    for w in wheels:
+                    for w in metas:
                         if w["project"] not in pages:
                             pages[w["project"]] = page_files(client, p.index_url, w["project"])
                         urls.append((pages[w["project"]][w["filename"]] + ".metadata",

@@ -38,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
+import flighthelp as fh  # noqa: E402
 import frontends  # noqa: E402
 import stack  # noqa: E402
 
@@ -66,16 +67,7 @@ class PartyError(Exception):
 
 def _pids_below(roots):
     """Every live pid that is one of roots or descends from one."""
-    ppid = {}
-    for n in os.listdir("/proc"):
-        if not n.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % n) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid[int(n)] = int(stat[stat.rindex(")") + 2:].split()[1])
+    ppid = {p: fh.ppid_of(p) for p in fh._pids()}
     out = set()
     for pid in ppid:
         p = pid
@@ -92,18 +84,7 @@ def _pids_below(roots):
 def _pids_mentioning(text):
     """Live pids whose command line contains text (detached fetchers name
     their data dir in their arguments)."""
-    out = set()
-    needle = text.encode()
-    for n in os.listdir("/proc"):
-        if not n.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % n, "rb") as f:
-                if needle in f.read():
-                    out.add(int(n))
-        except OSError:
-            continue
-    return out
+    return {p for p in fh._pids() if any(text in a for a in fh._cmdline(p) or ())}
 
 
 def _version(cmd):
@@ -130,6 +111,7 @@ class Party:
         self.version = None
         self.dir = None
         self.runs = 0
+        self.server = None      # a _Server, for the parties that are one
 
     def info(self):
         return {"name": self.name, "label": self.label, "kind": self.kind,
@@ -148,7 +130,8 @@ class Party:
         raise NotImplementedError
 
     def stop(self):
-        pass
+        if self.server is not None:
+            self.server.stop()
 
     @property
     def index_url(self):
@@ -156,7 +139,7 @@ class Party:
 
     def roots(self):
         """The pids whose trees make up the party."""
-        return []
+        return self.server.roots() if self.server is not None else []
 
     def processes(self):
         pids = _pids_below(set(self.roots()))
@@ -181,40 +164,14 @@ class Direct(Party):
         return self.upstream.index_url
 
 
-# The nginx around every nginx party: what Debian's nginx.conf sets that
-# matters here (sendfile, tcp_nopush, access log, keep-alive), everything
-# written under the party's dir. {http} is the party's own part.
-NGINX_MAIN = """\
-{user}daemon off;
-master_process on;
-worker_processes {workers};
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    access_log {dir}/access.log;
-    client_body_temp_path {dir}/tmp/client_body;
-    proxy_temp_path {dir}/tmp/proxy;
-    fastcgi_temp_path {dir}/tmp/fastcgi;
-    uwsgi_temp_path {dir}/tmp/uwsgi;
-    scgi_temp_path {dir}/tmp/scgi;
-    default_type application/octet-stream;
-    sendfile on;
-    keepalive_timeout 30;
-{http}
-}}
-"""
-
-
 def start_nginx(party, http):
-    """Writes party.dir/nginx.conf around http and starts nginx on
-    party.port; returns its _Server."""
+    """Writes party.dir/nginx.conf around http (stack.nginx_main, as the
+    tests' nginx) and starts nginx on party.port; returns its _Server."""
     d = party.dir
     os.makedirs(os.path.join(d, "tmp"), exist_ok=True)
     conf = os.path.join(d, "nginx.conf")
     with open(conf, "w") as f:
-        f.write(NGINX_MAIN.format(user="user root;\n" if os.geteuid() == 0 else "",
-                                  workers=NGINX_WORKERS, dir=d, http=http))
+        f.write(stack.nginx_main(d, http, NGINX_WORKERS, "warn"))
     server = _Server(d, party.port)
     server.start([stack.NGINX, "-c", conf, "-p", d + "/"], "nginx",
                  os.path.join(d, "error.log"))
@@ -255,13 +212,6 @@ class NginxStatic(Party):
                 f.write(data)
         os.chmod(path, 0o644)
         return "http://127.0.0.1:%d/%s" % (self.port, relpath)
-
-    def stop(self):
-        if getattr(self, "server", None):
-            self.server.stop()
-
-    def roots(self):
-        return self.server.roots()
 
     @property
     def index_url(self):
@@ -347,13 +297,9 @@ class Larder(Party):
         supervisor = getattr(getattr(self.fe, "larder", None), "proc", None)
         out = set()
         for pid in self.processes():
-            try:
-                with open("/proc/%d/cmdline" % pid, "rb") as f:
-                    argv = f.read().split(b"\0")
-            except OSError:
-                continue
+            argv = fh._cmdline(pid)
             # A worker: not `larder serve`'s supervisor, not a fetcher.
-            if os.path.basename(argv[0]) == b"larder" and b"_fetch" not in argv \
+            if argv and os.path.basename(argv[0]) == "larder" and "_fetch" not in argv \
                     and not (supervisor and pid == supervisor.pid):
                 out.add(pid)
         return out
@@ -484,13 +430,6 @@ class ProxyCache(Party):
             files_port=self.upstream.files_port, files_host=self.upstream.files_host))
         return self
 
-    def stop(self):
-        if getattr(self, "server", None):
-            self.server.stop()
-
-    def roots(self):
-        return self.server.roots()
-
     @property
     def index_url(self):
         return "http://127.0.0.1:%d/simple/" % self.port
@@ -532,7 +471,6 @@ class PythonCache(Party):
             self.reason = "%s not found on PATH%s" % (
                 ", ".join(missing), " or in %s/bin" % self.args.venv if self.args.venv
                 else " (give --venv DIR)")
-        self.server = None
 
     def start(self):
         d = self._new_dir()
@@ -569,13 +507,6 @@ class PythonCache(Party):
             self._url = "http://127.0.0.1:%d/simple/" % self.port
             self.version = _version([self.tools["pypi-server"], "--version"])
         return self
-
-    def stop(self):
-        if self.server:
-            self.server.stop()
-
-    def roots(self):
-        return self.server.roots() if self.server else []
 
     @property
     def index_url(self):

@@ -450,17 +450,17 @@ class Larder:
             time.sleep(0.1)
 
 
-def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1):
-    """The nginx.conf for a test stack: everything nginx writes stays in
-    prefix; / goes to larder over FastCGI, /_larder/ is the internal location
-    X-Accel-Redirect answers come from. The one place to change it."""
+def nginx_main(prefix, http, workers=1, log_level="info"):
+    """A whole nginx.conf around http (the inside of the http block): what
+    Debian's nginx.conf sets that matters here (sendfile, keep-alive, an
+    access log), everything nginx writes under prefix."""
     user = "user root;\n" if os.geteuid() == 0 else ""
     return """\
 {user}daemon off;
 master_process on;
 worker_processes {workers};
 pid {prefix}/nginx.pid;
-error_log {prefix}/error.log info;
+error_log {prefix}/error.log {log_level};
 
 events {{
     worker_connections 1024;
@@ -475,8 +475,18 @@ http {{
     scgi_temp_path {prefix}/tmp/scgi;
     default_type application/octet-stream;
     sendfile on;
-    tcp_nopush on;
     keepalive_timeout 30;
+{http}
+}}
+""".format(user=user, workers=workers, prefix=prefix, log_level=log_level, http=http)
+
+
+def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1):
+    """The nginx.conf for a test stack: / goes to larder over FastCGI,
+    /_larder/ is the internal location X-Accel-Redirect answers come from.
+    The one place to change it."""
+    return nginx_main(prefix, """\
+    tcp_nopush on;
 
     server {{
         listen 127.0.0.1:{port};
@@ -501,10 +511,7 @@ http {{
             fastcgi_param PATH_INFO "";
             fastcgi_pass 127.0.0.1:{fcgi_port};
         }}
-    }}
-}}
-""".format(user=user, workers=workers, prefix=prefix, port=port, fcgi_port=fcgi_port,
-           data_dir=data_dir.rstrip("/"))
+    }}""".format(port=port, fcgi_port=fcgi_port, data_dir=data_dir.rstrip("/")), workers)
 
 
 class Nginx:
