@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -114,10 +115,11 @@ static int fail(struct db *db, const char *what)
  * "locked" without having waited for us. Returns 0 or EIO (logged). */
 static int exec_retry(struct db *db, const char *text, const char *what)
 {
+	time_t deadline = time(NULL) + 10;
 	char *msg = NULL;
 	int rc;
 
-	for (int tries = 0;; tries++) {
+	for (;;) {
 		rc = sqlite3_exec(db->conn, text, NULL, NULL, &msg);
 		if (rc == SQLITE_OK)
 			return 0;
@@ -125,7 +127,7 @@ static int exec_retry(struct db *db, const char *text, const char *what)
 			sqlite3_exec(db->conn, "ROLLBACK", NULL, NULL, NULL);
 		if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
 			break;
-		if (tries >= 1000)
+		if (time(NULL) >= deadline)
 			break;
 		sqlite3_free(msg);
 		msg = NULL;
