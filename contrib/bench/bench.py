@@ -411,9 +411,6 @@ class Bench:
 
     # -- parties
 
-    def party(self, name):
-        return self.parties[name]
-
     def fresh(self, name):
         """The party started with an empty state."""
         p = self.parties[name]

@@ -429,10 +429,14 @@ def md_workload(report, workload, image_dir):
     parts.append(table(header, [
         [code(p)] + [result_cell(index.get((p, c)), unit) for c in cases]
         for p in parties]))
-    parts.append("Resources (CPU seconds · peak RSS · errors):")
-    parts.append(table(header, [
-        [code(p)] + [resource_cell(index.get((p, c))) for c in cases]
-        for p in parties]))
+    measured = [r for r in workload["results"]
+                if is_number(r.get("cpu_s")) or is_number(r.get("peak_rss_mib"))
+                or r.get("errors")]
+    if measured:  # a workload whose figures are resources has no such table
+        parts.append("Resources (CPU seconds · peak RSS · errors):")
+        parts.append(table(header, [
+            [code(p)] + [resource_cell(index.get((p, c))) for c in cases]
+            for p in parties]))
     notes = md_notes(workload, parties)
     if notes:
         parts.append(notes)
