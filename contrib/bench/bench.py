@@ -105,7 +105,7 @@ class Upstream:
         self.wheel_dir = wheel_dir
         self.latency_ms = latency_ms
         self.mbit = mbit
-        self.relay = None
+        self.relay = self.standin = None
         self.files_host = "localhost"
 
     def start(self):
@@ -143,7 +143,8 @@ class Upstream:
     def stop(self):
         if self.relay is not None:
             stack._stop_process(self.relay)
-        self.standin.stop()
+        if self.standin is not None:
+            self.standin.stop()
 
     def describe(self):
         if not self.relay:
@@ -1013,8 +1014,11 @@ def main(argv=None):
             bench.corpus["projects"], bench.corpus["files"], cdir, time.monotonic() - t0))
         bench.openloop_bin = build_openloop(work)
         bench.template = stack.make_venv(os.path.join(work, "venv-template"))
+        # assigned before start(): a relay that fails to start must not
+        # leave the stand-in running
         upstream = bench.upstream = Upstream(work, bench.corpus["wheel_dir"],
-                                             args.latency_ms, args.mbit).start()
+                                             args.latency_ms, args.mbit)
+        upstream.start()
         bench.parties = {}
         for name in args.parties.split(","):
             bench.parties[name] = partymod.make(name, work, upstream, args)

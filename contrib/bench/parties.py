@@ -350,7 +350,11 @@ class LarderNginx:
             ("listen 80;", "listen 127.0.0.1:%d;" % self.port),
             ("alias /var/lib/larder/;", "alias %s/;" % self.data_dir),
             ("include fastcgi_params;", "include /etc/nginx/fastcgi_params;")])
-        self.nginx = start_nginx(self, "    tcp_nopush on;\n" + server)
+        try:
+            self.nginx = start_nginx(self, "    tcp_nopush on;\n" + server)
+        except PartyError:
+            self.stop()
+            raise
         self.proc = self.nginx.proc
         return self
 
