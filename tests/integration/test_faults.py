@@ -33,6 +33,7 @@ import traceback
 
 import pytest
 
+import flighthelp as fh
 import stack as stackmod
 import wheels
 from stack import JSON_TYPE, PIP_ACCEPT, http, raw_request
@@ -372,6 +373,27 @@ def cases_for(faults, fd, first):
             for i, (fid, rule, attempts) in enumerate(faults)]
 
 
+def page_cases(faults, first):
+    """One Case per page fault, each on its own project from first on."""
+    return [Case(fid, rule, attempts, None, fproj(first + i))
+            for i, (fid, rule, attempts) in enumerate(faults)]
+
+
+def inject_cases(st, cases, match):
+    """Sets one fault rule per case, for the path or file name match(case)
+    gives; each counts as a scenario."""
+    inject(st, *[dict(c.rule, match=match(c)) for c in cases])
+    count("scenarios", len(cases) - 1)
+
+
+def page_of(c):
+    return "/simple/%s/" % c.project
+
+
+def file_of(c):
+    return c.dist.filename
+
+
 # (id, rule, upstream attempts: a transient failure is tried 1 +
 # fetch_retries times, bad bytes and a Retry-After over 10 s once)
 FILE_FAULTS = [
@@ -406,8 +428,7 @@ def test_file_faults_commit_nothing(stack, fd):
     cases = cases_for(FILE_FAULTS, fd, 1)
     for c in cases:
         warm_page(stack, c.project)
-    inject(stack, *[dict(c.rule, match=c.dist.filename) for c in cases])
-    count("scenarios", len(cases) - 1)
+    inject_cases(stack, cases, file_of)
 
     def fails(c):
         t0 = time.monotonic()
@@ -439,8 +460,7 @@ def test_metadata_faults_commit_nothing(stack, fd):
     cases = cases_for(faults, fd, 21)
     for c in cases:
         warm_page(stack, c.project)
-    inject(stack, *[dict(c.rule, match=c.dist.filename + ".metadata") for c in cases])
-    count("scenarios", len(cases) - 1)
+    inject_cases(stack, cases, lambda c: c.dist.filename + ".metadata")
     run_cases(cases, lambda c: assert_failed_clearly(get(stack, file_path(c.dist) + ".metadata")))
     assert_settled(stack)
     assert_store_sound(stack, absent=[sha256(c.dist.metadata) for c in cases])
@@ -470,8 +490,7 @@ def test_file_fault_before_any_byte_is_a_502(stack, fd):
     cases = cases_for(HTML_FILE_FAULTS, fd, 25)
     for c in cases:
         warm_page(stack, c.project)
-    inject(stack, *[dict(c.rule, match=c.dist.filename) for c in cases])
-    count("scenarios", len(cases) - 1)
+    inject_cases(stack, cases, file_of)
 
     def fails(c):
         r = get(stack, file_path(c.dist))
@@ -509,8 +528,7 @@ def test_file_transient_faults_retried(stack, fd):
     cases = cases_for(TRANSIENT_FILE_FAULTS, fd, 29)
     for c in cases:
         warm_page(stack, c.project)
-    inject(stack, *[dict(c.rule, match=c.dist.filename) for c in cases])
-    count("scenarios", len(cases) - 1)
+    inject_cases(stack, cases, file_of)
     took = {}
 
     def ok(c):
@@ -637,10 +655,8 @@ def test_page_faults_uncached_are_502s(stack):
     """A page upstream cannot give (status, broken or stalled transfer, not
     a page, a redirect off the trusted hosts) is a 502 with the reason;
     nothing is stored; it is fetched once upstream is well again."""
-    cases = [Case(fid, rule, attempts, None, fproj(40 + i))
-             for i, (fid, rule, attempts) in enumerate(PAGE_FAULTS)]
-    inject(stack, *[dict(c.rule, match="/simple/%s/" % c.project) for c in cases])
-    count("scenarios", len(cases) - 1)
+    cases = page_cases(PAGE_FAULTS, 40)
+    inject_cases(stack, cases, page_of)
 
     def fails(c):
         t0 = time.monotonic()
@@ -689,15 +705,13 @@ STALE_PAGE_FAULTS = [
 def test_page_faults_serve_stale(stack):
     """The same faults on a page larder has (stale): the cached page is
     served, marked STALE, and its row is left as it was."""
-    cases = [Case(fid, rule, attempts, None, fproj(1 + i))
-             for i, (fid, rule, attempts) in enumerate(STALE_PAGE_FAULTS)]
+    cases = page_cases(STALE_PAGE_FAULTS, 1)
     first, before = {}, {}
     for c in cases:
         first[c.id] = warm_page(stack, c.project).body
         before[c.id] = page_row(stack, c.project)
     time.sleep(1.2)
-    inject(stack, *[dict(c.rule, match="/simple/%s/" % c.project) for c in cases])
-    count("scenarios", len(cases) - 1)
+    inject_cases(stack, cases, page_of)
 
     def stale(c):
         for accept in (PIP_ACCEPT, "text/html"):
@@ -746,10 +760,8 @@ TRANSIENT_PAGE_FAULTS = [
 
 @pytest.mark.stack(larder_extra=FAST, workers=8)
 def test_page_transient_faults_retried(stack):
-    cases = [Case(fid, rule, attempts, None, fproj(10 + i))
-             for i, (fid, rule, attempts) in enumerate(TRANSIENT_PAGE_FAULTS)]
-    inject(stack, *[dict(c.rule, match="/simple/%s/" % c.project) for c in cases])
-    count("scenarios", len(cases) - 1)
+    cases = page_cases(TRANSIENT_PAGE_FAULTS, 10)
+    inject_cases(stack, cases, page_of)
 
     def ok(c):
         t0 = time.monotonic()
@@ -950,39 +962,6 @@ def test_forty_at_once_no_5xx_no_lock(stack, fd):
 
 # -- the SIGKILL storm
 
-def _proc_children(pid):
-    out = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % p) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if int(fields[1]) == pid:
-            out.append(int(p))
-    return out
-
-
-def _fetchers(data_dir):
-    """Pids of `larder _fetch` processes working for data_dir."""
-    out = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % p, "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if len(argv) > 1 and argv[1] == b"_fetch" and any(
-                a.startswith(data_dir.encode() + b"/") for a in argv):
-            out.append(int(p))
-    return out
-
-
 @pytest.mark.stack(workers=4, cache_ttl=1)
 def test_sigkill_storm_leaves_a_clean_store(stack, fd, pip_venv, tmp_path):
     """Parallel installs while workers and fetchers are SIGKILLed at random:
@@ -999,8 +978,8 @@ def test_sigkill_storm_leaves_a_clean_store(stack, fd, pip_venv, tmp_path):
     def killer():
         rnd = random.Random(20240)
         while not stop.wait(rnd.uniform(0.15, 0.4)):
-            workers = [("worker", p) for p in _proc_children(supervisor)]
-            fetchers = [("fetcher", p) for p in _fetchers(data_dir)]
+            workers = [("worker", p) for p in fh.children(supervisor)]
+            fetchers = [("fetcher", p) for p in fh.fetcher_pids(data_dir)]
             victims = fetchers if fetchers and rnd.random() < 0.5 else workers
             if not victims:
                 continue
@@ -1038,9 +1017,9 @@ def test_sigkill_storm_leaves_a_clean_store(stack, fd, pip_venv, tmp_path):
 
     # settle: the fetchers nobody killed finish; then a restart sweeps
     deadline = time.monotonic() + 60
-    while _fetchers(data_dir) and time.monotonic() < deadline:
+    while fh.fetcher_pids(data_dir) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _fetchers(data_dir), "fetchers still running after 60 s"
+    assert not fh.fetcher_pids(data_dir), "fetchers still running after 60 s"
     st.standin.control(rate=None)
     before_rc, before = larder_fsck(st)   # before the sweep: for the record
     STORM.update(kills=dict(kills), installs=list(results), before_sweep=before_rc,
@@ -1228,16 +1207,8 @@ def test_fsck_repairs_everything_at_once(stack, fd):
 
 def _holder(data_dir, name):
     """The pid of a process with DATA/tmp/name open, or None."""
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            for fdn in os.listdir("/proc/%s/fd" % p):
-                if os.readlink("/proc/%s/fd/%s" % (p, fdn)) == os.path.join(data_dir, "tmp", name):
-                    return int(p)
-        except OSError:
-            continue
-    return None
+    path = os.path.join(os.path.abspath(data_dir), "tmp", name)
+    return next((p for p in fh._pids() if path in fh.open_parts(p, data_dir)), None)
 
 
 @pytest.mark.stack(workers=2)
