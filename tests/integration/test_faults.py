@@ -396,6 +396,15 @@ def file_of(c):
 
 # (id, rule, upstream attempts: a transient failure is tried 1 +
 # fetch_retries times, bad bytes and a Retry-After over 10 s once)
+STATUS_FAULTS = [
+    ("500", {"kind": "status", "code": 500}, 3),
+    ("502", {"kind": "status", "code": 502}, 3),
+    ("503-retry-after-1", {"kind": "status", "code": 503, "retry_after": 1}, 3),
+    ("504", {"kind": "status", "code": 504}, 3),
+    ("429-retry-after-1", {"kind": "status", "code": 429, "retry_after": 1}, 3),
+    ("429-retry-after-30", {"kind": "status", "code": 429, "retry_after": 30}, 1),
+]
+
 FILE_FAULTS = [
     ("truncated", {"kind": "truncate"}, 3),
     ("reset-mid-body", {"kind": "reset"}, 3),
@@ -403,12 +412,7 @@ FILE_FAULTS = [
     ("corrupt", {"kind": "corrupt"}, 1),
     ("longer-than-page", {"kind": "resize", "delta": 4096}, 1),
     ("shorter-than-page", {"kind": "resize", "delta": -100}, 1),
-    ("500", {"kind": "status", "code": 500}, 3),
-    ("502", {"kind": "status", "code": 502}, 3),
-    ("503-retry-after-1", {"kind": "status", "code": 503, "retry_after": 1}, 3),
-    ("504", {"kind": "status", "code": 504}, 3),
-    ("429-retry-after-1", {"kind": "status", "code": 429, "retry_after": 1}, 3),
-    ("429-retry-after-30", {"kind": "status", "code": 429, "retry_after": 30}, 1),
+] + STATUS_FAULTS + [
     ("404", {"kind": "status", "code": 404}, 1),
     ("403", {"kind": "status", "code": 403}, 1),
     ("closed-without-answer", {"kind": "close"}, 3),
@@ -620,12 +624,7 @@ def test_file_redirects(stack, fd, evil):
 # ================================================================ 1. upstream faults: pages
 
 PAGE_FAULTS = [
-    ("500", {"kind": "status", "code": 500}, 3),
-    ("502", {"kind": "status", "code": 502}, 3),
-    ("503-retry-after-1", {"kind": "status", "code": 503, "retry_after": 1}, 3),
-    ("504", {"kind": "status", "code": 504}, 3),
-    ("429-retry-after-1", {"kind": "status", "code": 429, "retry_after": 1}, 3),
-    ("429-retry-after-30", {"kind": "status", "code": 429, "retry_after": 30}, 1),
+] + STATUS_FAULTS + [
     ("403", {"kind": "status", "code": 403}, 1),
     ("closed-without-answer", {"kind": "close"}, 3),
     ("reset-mid-body", {"kind": "reset"}, 3),
