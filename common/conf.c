@@ -138,6 +138,17 @@ static const struct key keys[] = {
              "upstream cannot be reached."},
     {LARDER(negative_ttl), T_SECONDS, "30",
      .help = "How long an upstream 404 is remembered."},
+    {LARDER(error_ttl), T_SECONDS, "10",
+     .help = "How long a failed upstream fetch is remembered: a page that "
+             "could not be refreshed, an upstream host that cannot be "
+             "reached or does not answer. Meanwhile a stale page is served "
+             "at once, a virtual index answers from its other layers, and "
+             "a fetch from that host fails at once with the reason instead "
+             "of waiting on it again. 0 remembers nothing."},
+    {LARDER(gc_grace), T_SECONDS, "60",
+     .help = "How long a page rendering that a refresh replaced stays in "
+             "the store before it is deleted, so that a reader just handed "
+             "it can still open it."},
     {LARDER(connect_timeout), T_SECONDS, "10",
      .help = "How long to wait for a connection to upstream."},
     {LARDER(fetch_timeout), T_SECONDS, "60",
@@ -159,14 +170,22 @@ static const struct key keys[] = {
              "address, scheme, host). Turn it on only behind a proxy you "
              "run that sets them, since clients can forge them."},
     {LARDER(max_requests), T_COUNT, "10000",
-     .help = "Requests a `larder serve' worker answers before it exits "
-             "and is replaced; 0 means never. Workers a web server spawns "
-             "(lighttpd bin-path, mod_fcgid) leave that to the server "
-             "(FcgidMaxRequestsPerProcess): exiting would reset the "
-             "connections queued on their socket."},
+     .help = "Requests a worker answers before it exits and a fresh one "
+             "takes its place; 0 means never. The listening socket stays "
+             "with the pool's supervisor, so nothing queued on it is "
+             "lost."},
     {LARDER(workers), T_COUNT, "4", .check = at_least_one,
-     .help = "Worker processes `larder serve' starts when --workers is "
-             "not given; at least 1."},
+     .help = "Worker processes kept on a listening socket (`larder "
+             "serve' without --workers, or a socket a web server hands "
+             "larder on fd 0; $LARDER_WORKERS overrides it there); at "
+             "least 1."},
+    {LARDER(max_workers), T_COUNT, "64", .check = at_least_one,
+     .help = "The most worker processes on one listening socket. When "
+             "every worker is busy (a cold download ties one until it "
+             "is done), another is started, up to this many, so that a "
+             "request never waits behind a slow transfer; extra workers "
+             "idle for 30 seconds go again. Each costs about a megabyte "
+             "of memory of its own."},
     {INDEX(type), T_ENUM, NULL, .values = type_values,
      .help = "Required. cache: a pull-through cache of one upstream "
              "simple index. virtual: serves the indexes named in layers, "

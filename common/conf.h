@@ -48,6 +48,8 @@ struct conf {
 	long cache_ttl;         /* seconds */
 	long max_stale;         /* seconds */
 	long negative_ttl;      /* seconds an upstream 404 is remembered */
+	long error_ttl;         /* seconds a failed fetch is remembered */
+	long gc_grace;          /* seconds a replaced rendering is kept */
 	long connect_timeout;   /* seconds */
 	long fetch_timeout;     /* seconds without a byte before a fetch fails */
 	long first_byte_timeout; /* seconds to wait for upstream's answer */
@@ -55,7 +57,8 @@ struct conf {
 	long max_page_size;     /* bytes */
 	int trust_forwarded;    /* 0/1 */
 	long max_requests;      /* per worker before it is recycled; 0 = never */
-	long workers;           /* `larder serve` default */
+	long workers;           /* kept on a listening socket */
+	long max_workers;       /* at most on a listening socket */
 	struct conf_index index[CONF_MAX_INDEXES];
 	size_t nindex;
 	char *source;           /* the file it came from, or NULL for defaults */

@@ -1,5 +1,7 @@
-/* simple: the model of a PEP 503/691 "simple" page, its JSON parser and its
- * JSON and HTML renderers. I/O-free; the HTML parser is in html.h.
+/* simple: the model of a PEP 503/691 "simple" page, and its parsers and
+ * renderers: JSON in simple_json.c (a streaming parse: memory for what is
+ * kept, not a tree), HTML rendering in simple.c, the HTML parser in
+ * html.h. I/O-free.
  *
  * Rendered pages link files relative to the page, as
  *   ../../files/{sha256}/{filename}
@@ -101,6 +103,25 @@ int simple_api_version(const char *claimed, char out[16]);
  * what f held is freed and f is zeroed. */
 int simple_file_accept(struct simple_file *f, const char *href,
 		       const char *base, const struct simple_opts *o);
+
+/* Adds the hash name[0..nlen) = value[0..vlen) to f, both lowercased,
+ * unless f has one of that name already. A name that is not a short
+ * [A-Za-z0-9_-] word or a value that is not hex is skipped, and so is any
+ * hash but sha256 past 16. Returns 0 or ENOMEM. */
+int simple_hash_add(struct simple_file *f, const char *name, size_t nlen,
+		    const char *value, size_t vlen);
+
+/* Whether a file of a page is fit to be linked (a safe file name, a valid
+ * sha256): a page built by hand may hold anything, and what it holds ends
+ * up in a path. */
+int simple_renderable(const struct simple_file *f);
+
+/* The api-version a rendering of p claims: p's ("1.0" or "1.1"), "1.0"
+ * when p has none. */
+const char *simple_rendered_version(const struct simple_page *p);
+
+/* Frees what f owns and zeroes it. */
+void simple_file_free(struct simple_file *f);
 
 /* Frees what p owns and zeroes it. */
 void simple_page_free(struct simple_page *p);

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -264,7 +265,11 @@ out:
 	return err;
 }
 
-int url_host(const char *url, char *host, size_t hostlen)
+/* Splits an absolute http(s) URL into its lowercased host (no userinfo,
+ * no port), its port (the scheme's default when none is written) and
+ * whether it is https. Returns 0, EINVAL, or ENAMETOOLONG. */
+static int endpoint(const char *url, char *host, size_t hostlen, long *port,
+		    int *https)
 {
 	struct uri u;
 	const char *h, *at, *end;
@@ -272,9 +277,13 @@ int url_host(const char *url, char *host, size_t hostlen)
 
 	if (parse(url, &u) || !u.scheme.p || !u.auth.p)
 		return EINVAL;
-	if (!(u.scheme.n == 4 && strncasecmp(u.scheme.p, "http", 4) == 0) &&
-	    !(u.scheme.n == 5 && strncasecmp(u.scheme.p, "https", 5) == 0))
+	if (u.scheme.n == 4 && strncasecmp(u.scheme.p, "http", 4) == 0)
+		*https = 0;
+	else if (u.scheme.n == 5 && strncasecmp(u.scheme.p, "https", 5) == 0)
+		*https = 1;
+	else
 		return EINVAL;
+	*port = *https ? 443 : 80;
 	h = u.auth.p;
 	end = u.auth.p + u.auth.n;
 	at = memchr(h, '@', (size_t)(end - h));
@@ -305,19 +314,21 @@ int url_host(const char *url, char *host, size_t hostlen)
 			return EINVAL;
 	}
 	if (h + n < end) {
-		const char *port = h + n;
-		size_t plen = (size_t)(end - port) - 1;
+		const char *p = h + n;
+		size_t plen = (size_t)(end - p) - 1;
 		long v = 0;
 
-		if (*port != ':' || plen > 5)
+		if (*p != ':' || plen > 5)
 			return EINVAL;
 		for (size_t i = 1; i <= plen; i++) {
-			if (!is_digit(port[i]))
+			if (!is_digit(p[i]))
 				return EINVAL;
-			v = v * 10 + (port[i] - '0');
+			v = v * 10 + (p[i] - '0');
 		}
 		if (v > 65535)
 			return EINVAL;
+		if (plen)
+			*port = v;
 	}
 	if (n >= hostlen)
 		return ENAMETOOLONG;
@@ -325,6 +336,28 @@ int url_host(const char *url, char *host, size_t hostlen)
 		host[i] = (char)lower(h[i]);
 	host[n] = '\0';
 	return 0;
+}
+
+int url_origin(const char *url, char *out, size_t len)
+{
+	char host[HOST_MAX];
+	long port;
+	int https, err, n;
+
+	err = endpoint(url, host, sizeof(host), &port, &https);
+	if (err)
+		return err;
+	n = snprintf(out, len, "%s://%s:%ld", https ? "https" : "http", host,
+		     port);
+	return n < 0 || (size_t)n >= len ? ENAMETOOLONG : 0;
+}
+
+int url_host(const char *url, char *host, size_t hostlen)
+{
+	long port;
+	int https;
+
+	return endpoint(url, host, hostlen, &port, &https);
 }
 
 /* Returns the length of the host part of a trusted-list entry: up to a
@@ -346,23 +379,36 @@ int url_host_trusted(const char *url, const char *base_url,
 {
 	char host[HOST_MAX], bhost[HOST_MAX];
 	const char *s = trusted;
+	long port, bport = 0;
+	int https, bhttps = 0, have_base;
 	size_t hlen;
 
-	if (url_host(url, host, sizeof(host)))
+	if (endpoint(url, host, sizeof(host), &port, &https))
 		return 0;
-	if (base_url && !url_host(base_url, bhost, sizeof(bhost)) &&
-	    strcmp(host, bhost) == 0)
-		return 1;
+	have_base = base_url &&
+		    !endpoint(base_url, bhost, sizeof(bhost), &bport, &bhttps);
+	/* an upstream served over https keeps its files on https */
+	if (have_base && bhttps && !https)
+		return 0;
+	if (have_base && strcmp(host, bhost) == 0)
+		return port == bport;
 	if (!s)
 		return 0;
 	hlen = strlen(host);
 	while (*s) {
 		size_t n, k;
+		long want = https ? 443 : 80;
 
 		s += strspn(s, " \t\r\n,");
 		n = strcspn(s, " \t\r\n,");
 		k = entry_host_len(s, n);
-		if (k && k == hlen && strncasecmp(s, host, k) == 0)
+		if (k < n && s[k] == ':') {
+			want = 0;
+			for (size_t i = k + 1; i < n && is_digit(s[i]); i++)
+				want = want * 10 + (s[i] - '0');
+		}
+		if (k && k == hlen && strncasecmp(s, host, k) == 0 &&
+		    port == want)
 			return 1;
 		s += n;
 	}

@@ -18,8 +18,15 @@ int url_resolve(const char *base, const char *ref, struct buf *out,
  * userinfo, to host. Returns 0, EINVAL, or ENAMETOOLONG. */
 int url_host(const char *url, char *host, size_t hostlen);
 
-/* Returns 1 when the host of url is base_url's host or one of the
- * space-separated names in trusted (may be NULL), else 0. */
+/* Writes "scheme://host:port" of an absolute http(s) URL to out: scheme
+ * and host lowercased, no userinfo, the port always written. Returns 0,
+ * EINVAL, or ENAMETOOLONG. */
+int url_origin(const char *url, char *out, size_t len);
+
+/* Returns 1 when url may be fetched for an upstream at base_url, else 0:
+ * never plain http when base_url is https; on base_url's own host only on
+ * its port; else on one of the space-separated hosts in trusted (may be
+ * NULL), each "host" (the scheme's default port) or "host:port". */
 int url_host_trusted(const char *url, const char *base_url,
 		     const char *trusted);
 

@@ -4,8 +4,8 @@
 #   contrib/deps.sh build    compiler, autotools, libraries
 #   contrib/deps.sh test     build + web servers and clients for the tests
 set -eu
-build="build-essential autoconf automake pkg-config libfcgi-dev
- libcurl4-openssl-dev libsqlite3-dev libjansson-dev libssl-dev zlib1g-dev"
+build="build-essential autoconf automake pkg-config
+ libcurl4-openssl-dev libsqlite3-dev libssl-dev zlib1g-dev"
 run="nginx-light"
 test="python3 python3-venv python3-pytest curl wrk
  lighttpd apache2 libapache2-mod-fcgid libapache2-mod-xsendfile

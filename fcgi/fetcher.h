@@ -1,15 +1,16 @@
-/* fetcher: fills the store from upstream, one detached process per miss,
- * and streams the growing temp file to every requester.
+/* fetcher: answers a request for a file the store does not have yet.
  *
- * The requester that claims a key (storage/flight.h) double-forks and execs
- * `larder _fetch`, handing it the locked temp file as fd 3. The fetcher
- * lives in its own session, so it finishes the download when the request,
- * the worker, or the CGI process is gone. It hashes what it writes and
- * publishes the blob only when the hash is the one the page promised; it
- * records the outcome and deletes its claim before it exits, which lets go
- * of the lock. Every requester, the first included, tails the temp file,
- * and holds back the last byte until the blob is committed, so a client
- * never receives a complete-looking wrong file.
+ * The first requester claims the fetch (storage/flight.h) and runs it in
+ * its own process (storage/fill.h), on the worker's kept upstream
+ * connections, handing the bytes to its client as they arrive without
+ * letting a slow client hold up the download; it finishes the fetch even
+ * when its client goes away. Every other requester, in any process, reads
+ * the growing temp file (storage/tail.h). Nobody's client gets the last
+ * byte before the bytes are verified, and the response only starts once
+ * the upstream has answered, so an upstream that fails at once is a 502
+ * with its reason. A CGI process, which the web server may kill once its
+ * client is gone, forks (no exec: the config and options are this
+ * process's) and lets the child own the fetch while it follows.
  */
 #ifndef LARDER_FETCHER_H
 #define LARDER_FETCHER_H
@@ -18,12 +19,14 @@
 #include "fcgi/worker.h"
 
 struct fetcher_want {
-	const char *key;          /* flight key, e.g. "blob:<sha256>" */
-	const char *index;        /* the cache index whose page listed it */
+	const char *key;          /* flight key (flight_key) */
+	int index;                /* the cache index whose page listed it */
 	const char *url;          /* upstream URL, from a page we cached */
 	const char *expect;       /* sha256 the bytes must have, "" if none */
 	long long size;           /* expected size, -1 unknown */
 	const char *content_type;
+	const char *meta_of;      /* for a .metadata without a promised hash:
+	                             the file whose metadata hash to record */
 };
 
 /* Serves a missing blob to r by starting or following its fetch.
@@ -34,9 +37,5 @@ struct fetcher_want {
 int fetcher_serve(struct worker *w, struct req *r,
 		  const struct fetcher_want *want, char sha256[65], char *err,
 		  size_t errlen);
-
-/* `larder _fetch KEY INDEX URL EXPECT TMP SIZE`, with the locked temp file on
- * fd 3. Returns an exit status. */
-int fetcher_main(const struct conf *c, int argc, char **argv);
 
 #endif

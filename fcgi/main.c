@@ -10,15 +10,16 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "common/conf.h"
-#include "fcgi/fetcher.h"
+#include "fcgi/loop.h"
+#include "fcgi/pool.h"
 #include "fcgi/serve.h"
-#include "fcgi/worker.h"
 #include "storage/blob.h"
 #include "storage/fsck.h"
 
@@ -43,6 +44,24 @@ static int fd0_listening(void)
 
 	return getsockopt(0, SOL_SOCKET, SO_ACCEPTCONN, &yes, &len) == 0 &&
 	       yes;
+}
+
+/* $LARDER_WORKERS, or 0 when unset or not a number of workers. */
+static long env_workers(void)
+{
+	const char *v = getenv("LARDER_WORKERS");
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return 0;
+	n = strtol(v, &end, 10);
+	if (*end || n < 1 || n > POOL_MAX) {
+		fprintf(stderr, "larder: LARDER_WORKERS=%s: expected 1..%d\n",
+			v, POOL_MAX);
+		return 0;
+	}
+	return n;
 }
 
 static int load(struct conf *c, const char *path)
@@ -111,11 +130,17 @@ static int fsck_cmd(int argc, char **argv)
 	}
 	if (load(&c, path))
 		return 2;
-	rc = blob_init(c.data_dir);
+	/* it inspects a store: it must not make one where there is none */
+	rc = db_open_existing(c.data_dir, &db);
+	if (rc == ENOENT) {
+		fprintf(stderr, "larder fsck: no larder store in %s (config: "
+			"%s); give the config with -c FILE\n", c.data_dir,
+			c.source ? c.source : "built-in defaults");
+		conf_free(&c);
+		return 2;
+	}
 	if (!rc)
-		rc = db_open(c.data_dir, &db);
-	if (!rc)
-		rc = fsck_run(db, c.data_dir, repair, stdout, &r);
+		rc = fsck_run(db, c.data_dir, repair, c.gc_grace, stdout, &r);
 	db_close(db);
 	conf_free(&c);
 	if (rc)
@@ -144,13 +169,6 @@ int main(int argc, char **argv)
 		return config_cmd(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "fsck") == 0)
 		return fsck_cmd(argc - 1, argv + 1);
-	if (argc >= 2 && strcmp(argv[1], "_fetch") == 0) {
-		if (load(&c, NULL))
-			return 1;
-		rc = fetcher_main(&c, argc - 1, argv + 1);
-		conf_free(&c);
-		return rc;
-	}
 	if (argc > 1) {
 		usage(stderr);
 		return 2;
@@ -158,10 +176,10 @@ int main(int argc, char **argv)
 	if (fd0_listening()) {
 		if (load(&c, NULL))
 			return 1;
-		/* Spawned by the web server, which owns our lifetime (and
-		 * lighttpd queues connections on our own socket that an exit
-		 * would reset): no recycling here. */
-		rc = worker_fcgi(&c, 0, 0);
+		/* Spawned by the web server on a socket of our own: a pool on
+		 * it, sized by $LARDER_WORKERS (mod_fcgid runs one process
+		 * per request at a time and wants 1) or the config. */
+		rc = pool_run(&c, NULL, 0, env_workers());
 		conf_free(&c);
 		return rc;
 	}
@@ -173,7 +191,7 @@ int main(int argc, char **argv)
 			      stdout);
 			return 1;
 		}
-		rc = worker_cgi(&c);
+		rc = loop_cgi(&c);
 		conf_free(&c);
 		return rc;
 	}

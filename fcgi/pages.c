@@ -1,6 +1,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -12,14 +14,21 @@
 #include "fcgi/pages.h"
 #include "storage/blob.h"
 #include "storage/flight.h"
+#include "storage/health.h"
 
 /* What larder asks an upstream for: JSON when it can, HTML otherwise. */
 static const char upstream_accept[] =
 	"application/vnd.pypi.simple.v1+json, "
 	"application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1";
 
-/* The longest a requester waits on another process's page fetch. */
-#define PAGE_WAIT_MAX_MS (10 * 60 * 1000)
+/* How long a requester that could answer without it (a stale copy, or a
+ * virtual index's other layers) waits on another process's refresh. */
+#define STALE_WAIT_MS 1000
+/* Pages bigger than this give their memory back to the system after
+ * parsing. */
+#define TRIM_OVER (1 << 20)
+/* Superseded renderings deleted in one go. */
+#define COLLECT_MAX 32
 
 static int fresh(const struct db_page *p, time_t now)
 {
@@ -50,11 +59,48 @@ static void upstream_url(const struct conf_index *ix, const char *project,
 	snprintf(out, len, "%s%s%s", ix->upstream, project, *project ? "/" : "");
 }
 
+/* Notes the renderings a refresh replaced as garbage (inside the caller's
+ * transaction). */
+static int note_replaced(struct worker *w, const struct db_page *old,
+			 const struct db_page *p, long long now)
+{
+	int rc = 0;
+
+	if (*old->json_sha && strcmp(old->json_sha, p->json_sha) != 0 &&
+	    strcmp(old->json_sha, p->html_sha) != 0)
+		rc = db_garbage_add(w->db, old->json_sha, now);
+	if (!rc && *old->html_sha && strcmp(old->html_sha, p->html_sha) != 0 &&
+	    strcmp(old->html_sha, p->json_sha) != 0)
+		rc = db_garbage_add(w->db, old->html_sha, now);
+	return rc;
+}
+
+void pages_collect(struct worker *w)
+{
+	char due[COLLECT_MAX][65], path[PATH_MAX];
+	size_t n = 0;
+	long refs;
+
+	if (db_garbage_due(w->db, (long long)time(NULL) - w->conf->gc_grace,
+			   due, COLLECT_MAX, &n) || n == 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		/* a later refresh may have made the same bytes again */
+		if (db_page_refs(w->db, due[i], &refs) == 0 && refs == 0 &&
+		    blob_path(w->conf->data_dir, due[i], path,
+			      sizeof(path)) == 0 &&
+		    unlink(path) < 0 && errno != ENOENT)
+			log_warn(errno, path, "deleting a replaced rendering");
+		db_garbage_delete(w->db, due[i]);
+	}
+}
+
 /* Parses and renders an upstream 200, stores both renderings and the file
- * list, and writes the page row. */
+ * list, and writes the page row; the renderings it replaces (old, when
+ * have) become garbage. */
 static int store_page(struct worker *w, const struct conf_index *ix,
 		      const char *project, const struct fetch_page *f,
-		      long long now, struct db_page *p, char *err,
+		      long long now, struct db_page *p, int have, char *err,
 		      size_t errlen)
 {
 	struct simple_opts o = {.base_url = f->url,
@@ -62,6 +108,7 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	struct simple_page page;
 	struct buf json, html;
 	const char *data_dir = w->conf->data_dir;
+	struct db_page old = *p;
 	int is_list = !*project;
 	int rc;
 
@@ -113,6 +160,8 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	}
 	if (!rc)
 		rc = db_page_put(w->db, ix->name, project, p);
+	if (!rc && have)
+		rc = note_replaced(w, &old, p, now);
 	if (!rc)
 		rc = db_commit(w->db);
 	if (rc) {
@@ -124,45 +173,68 @@ free_page:
 out:
 	buf_free(&json);
 	buf_free(&html);
+	/* a big page grew the heap: give it back */
+	if (f->body.len > TRIM_OVER)
+		malloc_trim(0);
 	return rc;
 }
 
-/* Fetches (or revalidates) one cache index's page while owning its flight.
- * *have says whether *p held a previous copy. */
-static int refresh(struct worker *w, const struct conf_index *ix,
-		   const char *project, struct db_page *p, int have,
-		   const char **cache, char *err, size_t errlen)
+/* Whether the last refresh of key failed less than error_ttl ago; its
+ * reason goes to why. */
+static int failed_recently(struct worker *w, const char *key, char *why,
+			   size_t len)
 {
+	char sha[65];
+	long long at;
+
+	return w->conf->error_ttl > 0 &&
+	       db_outcome_get(w->db, key, sha, why, len, &at) == 0 && !*sha &&
+	       time(NULL) < at + w->conf->error_ttl;
+}
+
+/* Fetches (or revalidates) one cache index's page while owning its flight
+ * key. have says whether *p held a previous copy. A failure is remembered
+ * for error_ttl (the page's, and its host's when the host is unwell). */
+static int refresh(struct worker *w, const struct conf_index *ix,
+		   const char *project, const char *key, struct db_page *p,
+		   int have, const char **cache, char *err, size_t errlen)
+{
+	const struct conf *c = w->conf;
 	struct fetch_opts o;
 	struct fetch_page f;
-	char url[2048];
+	char url[2048], sha[65], why[64];
 	time_t now = time(NULL);
 	int rc;
 
-	worker_fetch_opts(w->conf, conf_index_find(w->conf, ix->name), &o);
+	worker_fetch_opts(c, conf_index_find(c, ix->name), &o);
 	upstream_url(ix, project, url, sizeof(url));
+	memset(&f, 0, sizeof(f));
 	rc = fetch_page(&o, url, upstream_accept,
 			have && p->status == 200 ? p->etag : NULL,
 			have && p->status == 200 ? p->last_modified : NULL, &f,
 			err, errlen);
-	if (rc)
+	if (rc) {
+		if (fetch_unwell(rc))
+			health_failed(w->db, url, c->error_ttl, err);
 		goto failed;
+	}
+	health_ok(w->db, url);
 	if (f.status == 304 && have && p->status == 200) {
 		p->fetched_at = now;
 		p->ttl = page_ttl(w, &f);
 		rc = db_page_touch(w->db, ix->name, project, p->fetched_at,
 				   p->ttl);
 		*cache = "REVALIDATED";
-		goto out;
+		goto done;
 	}
 	if (f.status == 404 || f.status == 410) {
 		struct db_page neg = {.status = 404, .fetched_at = now,
-				      .ttl = w->conf->negative_ttl};
+				      .ttl = c->negative_ttl};
 
 		rc = db_page_put(w->db, ix->name, project, &neg);
 		*p = neg;
 		*cache = "MISS";
-		goto out;
+		goto done;
 	}
 	if (f.status != 200) {
 		snprintf(err, errlen, "%s: upstream answered %ld", url,
@@ -170,35 +242,46 @@ static int refresh(struct worker *w, const struct conf_index *ix,
 		rc = EPROTO;
 		goto failed;
 	}
-	rc = store_page(w, ix, project, &f, now, p, err, errlen);
+	rc = store_page(w, ix, project, &f, now, p, have, err, errlen);
 	if (rc)
 		goto failed;
 	*cache = "MISS";
-	goto out;
+	pages_collect(w);
+done:
+	/* a success after a remembered failure ends it */
+	if (!rc && db_outcome_get(w->db, key, sha, why, sizeof(why), NULL) ==
+			   0 && !*sha)
+		db_outcome_put(w->db, key, "ok", "");
+	buf_free(&f.body);
+	return rc;
 failed:
 	log_warn(0, url, "%s", err);
+	db_outcome_put(w->db, key, "", err);
 	if (have && stale_ok(w, p, now)) {
 		*cache = "STALE";
 		rc = 0;
 	}
-out:
 	buf_free(&f.body);
 	return rc;
 }
 
-/* Waits while another process refreshes the page (until its flight row
- * goes or its lock is let go). */
-static void wait_flight(struct worker *w, struct flight *f)
+/* Waits while another process refreshes the page, until its flight row
+ * goes, its lock is let go, or max_ms. Returns 1 when the refresh is over,
+ * 0 when time ran out. */
+static int wait_flight(struct worker *w, struct flight *f, long max_ms)
 {
 	long waited = 0, step = 2;
 
-	while (waited < PAGE_WAIT_MAX_MS && flight_pending(w->db, f) &&
-	       flight_locked(f->tmp)) {
+	while (flight_pending(w->db, f) &&
+	       flight_locked(f->tmp) != FLIGHT_FREE) {
+		if (waited >= max_ms)
+			return 0;
 		usleep((useconds_t)step * 1000);
 		waited += step;
 		if (step < 50)
 			step *= 2;
 	}
+	return 1;
 }
 
 /* Whether the page row changed since we looked at it (seen, or nothing
@@ -215,17 +298,29 @@ static int renewed(int had, const struct db_page *seen,
  * A requester that waited on another process's refresh takes what that
  * refresh left (renewed, or stale when upstream failed) instead of asking
  * upstream again: a burst on a stale page costs one upstream request even
- * when the refreshed page is stale again by the time the waiters look
- * (a TTL of a second or less, or no-store). */
+ * when the refreshed page is stale again by the time the waiters look (a
+ * TTL of a second or less, or no-store). A failure is remembered for
+ * error_ttl: meanwhile requesters answer from a stale copy at once, or
+ * fail at once with the reason. One that could answer without this page
+ * (a stale copy; or may_skip, a virtual index's later layers) waits on
+ * another's refresh for STALE_WAIT_MS at most. */
 static int cache_get(struct worker *w, const struct conf_index *ix,
-		     const char *project, struct db_page *p,
+		     const char *project, int may_skip, struct db_page *p,
 		     const char **cache, char *err, size_t errlen)
 {
+	const struct conf *c = w->conf;
+	char key[FLIGHT_KEY_MAX + 1], url[2048], why[1024];
+	struct fetch_opts o;
 	struct flight f;
 	struct db_page seen;
-	char key[512];
 	int have, had = 0, waited = 0, owner, rc;
+	long max_ms;
 
+	if (flight_key(key, "page:%s:%s", ix->name, project)) {
+		snprintf(err, errlen, "%s: name too long", ix->name);
+		return ENAMETOOLONG;
+	}
+	upstream_url(ix, project, url, sizeof(url));
 	memset(&seen, 0, sizeof(seen));
 	for (int round = 0; round < 3; round++) {
 		have = db_page_get(w->db, ix->name, project, p) == 0;
@@ -233,31 +328,44 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 			*cache = round ? "MISS" : "HIT";
 			return p->status == 200 ? 0 : ENOENT;
 		}
-		if (have && waited) {
-			if (renewed(had, &seen, p)) {
-				*cache = "MISS";
-				return p->status == 200 ? 0 : ENOENT;
-			}
-			if (stale_ok(w, p, time(NULL))) {
+		if (have && waited && renewed(had, &seen, p)) {
+			*cache = "MISS";
+			return p->status == 200 ? 0 : ENOENT;
+		}
+		if (failed_recently(w, key, why, sizeof(why)) ||
+		    health_down(w->db, url, why, sizeof(why))) {
+			if (have && stale_ok(w, p, time(NULL))) {
 				*cache = "STALE";
 				return 0;
 			}
+			snprintf(err, errlen, "%s", why);
+			return EREMOTEIO;
+		}
+		if (have && waited && stale_ok(w, p, time(NULL))) {
+			*cache = "STALE";
+			return 0;
 		}
 		had = have;
 		if (have)
 			seen = *p;
-		snprintf(key, sizeof(key), "page:%s:%s", ix->name, project);
-		rc = flight_claim(w->db, w->conf->data_dir, key, -1, &owner,
-				  &f);
+		rc = flight_claim(w->db, c->data_dir, key, -1, &owner, &f);
 		if (rc) {
 			snprintf(err, errlen, "%s: cannot claim fetch: %s", key,
 				 strerror(rc));
 			return rc;
 		}
 		if (!owner) {
-			wait_flight(w, &f);
+			worker_fetch_opts(c, conf_index_find(c, ix->name), &o);
+			max_ms = (have && stale_ok(w, p, time(NULL))) ||
+					 may_skip ?
+				 STALE_WAIT_MS :
+				 fetch_max_silence(&o) * 1000;
+			worker_shed(w);
 			waited = 1;
-			continue;
+			if (wait_flight(w, &f, max_ms) || have)
+				continue;
+			snprintf(err, errlen, "%s: still being fetched", key);
+			return ETIMEDOUT;
 		}
 		/* Someone may have finished just before we claimed. */
 		have = db_page_get(w->db, ix->name, project, p) == 0;
@@ -265,12 +373,11 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 			*cache = "HIT";
 			rc = 0;
 		} else {
-			rc = refresh(w, ix, project, p, have, cache, err,
+			worker_shed(w);
+			rc = refresh(w, ix, project, key, p, have, cache, err,
 				     errlen);
 		}
-		flight_done(w->db, &f);
-		unlink(f.tmp);
-		close(f.fd);
+		flight_drop(w->db, &f);
 		if (rc)
 			return rc;
 		return p->status == 200 ? 0 : ENOENT;
@@ -285,22 +392,50 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 	return EAGAIN;
 }
 
-int pages_get(struct worker *w, int idx, const char *project,
-	      struct db_page *p, const char **cache, char *err,
-	      size_t errlen)
+static int get(struct worker *w, int idx, const char *project, int may_skip,
+	       struct db_page *p, const char **cache, char *err,
+	       size_t errlen)
 {
 	const struct conf_index *ix = &w->conf->index[idx];
 	int rc = ENOENT, first_err = 0;
 
 	if (ix->type == CONF_INDEX_CACHE)
-		return cache_get(w, ix, project, p, cache, err, errlen);
+		return cache_get(w, ix, project, may_skip, p, cache, err,
+				 errlen);
 	for (size_t i = 0; i < ix->nlayers; i++) {
-		rc = pages_get(w, (int)ix->layer[i], project, p, cache, err,
-			       errlen);
+		rc = get(w, (int)ix->layer[i], project,
+			 may_skip || i + 1 < ix->nlayers, p, cache, err,
+			 errlen);
 		if (rc == 0)
 			return 0;
 		if (rc != ENOENT && !first_err)
 			first_err = rc;
 	}
 	return first_err ? first_err : ENOENT;
+}
+
+int pages_get(struct worker *w, int idx, const char *project,
+	      struct db_page *p, const char **cache, char *err,
+	      size_t errlen)
+{
+	return get(w, idx, project, 0, p, cache, err, errlen);
+}
+
+void pages_forget_missing(struct worker *w, int idx, const char *project)
+{
+	const struct conf_index *ix = &w->conf->index[idx];
+	struct db_page p;
+
+	if (ix->type != CONF_INDEX_CACHE) {
+		for (size_t i = 0; i < ix->nlayers; i++)
+			pages_forget_missing(w, (int)ix->layer[i], project);
+		return;
+	}
+	if (db_page_get(w->db, ix->name, project, &p) == 0 &&
+	    p.status == 200 && (!blob_exists(w->conf->data_dir, p.json_sha) ||
+				!blob_exists(w->conf->data_dir, p.html_sha))) {
+		log_warn(0, ix->name, "%s: a rendering is missing from the "
+			 "store: fetching the page again", project);
+		db_page_delete(w->db, ix->name, project);
+	}
 }

@@ -20,9 +20,19 @@
  * first that has it). On 0, *p is the page (status 200) and *cache is
  * "HIT", "MISS", "STALE" or "REVALIDATED". Returns ENOENT when no layer
  * has it, or another errno with a one-line reason in err when upstream
- * failed and no stale copy may be served. */
+ * failed (now, or within error_ttl: EREMOTEIO) and no stale copy may be
+ * served. */
 int pages_get(struct worker *w, int idx, const char *project,
 	      struct db_page *p, const char **cache, char *err,
 	      size_t errlen);
+
+/* Forgets the page of project in idx's cache layers whose renderings are
+ * missing from the store, so that the next pages_get() fetches it again:
+ * a missing rendering is a miss, never a 500. */
+void pages_forget_missing(struct worker *w, int idx, const char *project);
+
+/* Deletes the renderings that refreshes replaced more than gc_grace ago,
+ * unless a page uses them again. */
+void pages_collect(struct worker *w);
 
 #endif

@@ -13,6 +13,7 @@
 #include "fcgi/pypi.h"
 #include "fcgi/send.h"
 #include "storage/blob.h"
+#include "storage/flight.h"
 
 #define IMMUTABLE "public, max-age=31536000, immutable"
 
@@ -56,7 +57,7 @@ void pypi_simple(struct worker *w, struct req *r, const struct route *rt)
 	char cc[64];
 	char format[128];
 	long left;
-	int rc;
+	int rc, retried = 0;
 
 	if (query_format(r->query, format, sizeof(format)))
 		fmt = accept_from_format(format);
@@ -68,6 +69,7 @@ void pypi_simple(struct worker *w, struct req *r, const struct route *rt)
 			  "or text/html");
 		return;
 	}
+again:
 	rc = pages_get(w, rt->index, project, &p, &r->cache, err,
 		       sizeof(err));
 	if (rc == ENOENT) {
@@ -85,6 +87,12 @@ void pypi_simple(struct worker *w, struct req *r, const struct route *rt)
 	o.cache_control = cc;
 	o.content_type = accept_content_type(fmt);
 	rc = send_blob(w, r, fmt == ACCEPT_JSON ? p.json_sha : p.html_sha, &o);
+	if (rc == ENOENT && !retried) {
+		/* a rendering gone from the store: fetch the page again */
+		pages_forget_missing(w, rt->index, project);
+		retried = 1;
+		goto again;
+	}
 	if (rc)
 		req_error(r, 500, "cached page is missing from the store");
 }
@@ -108,12 +116,44 @@ static int find_file(struct worker *w, int idx, const char *sha,
 	return -1;
 }
 
+/* The sha256 of no bytes at all. */
+static const char empty_sha[] =
+	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+/* Answers a HEAD for a file the store does not have from what the page
+ * said of it, or from an upstream HEAD when it said no size: nothing is
+ * downloaded. */
+static void head_uncached(struct worker *w, struct req *r,
+			  const struct fetcher_want *want)
+{
+	struct fetch_opts o;
+	long long size = want->size;
+	char err[1024];
+
+	if (size < 0) {
+		worker_fetch_opts(w->conf, want->index, &o);
+		if (fetch_head(&o, want->url, &size, err, sizeof(err))) {
+			req_error(r, 502, err);
+			return;
+		}
+	}
+	r->cache = "MISS";
+	req_header(r, "Content-Type", "%s", want->content_type);
+	if (size >= 0)
+		req_header(r, "Content-Length", "%lld", size);
+	if (*want->expect) {
+		req_header(r, "ETag", "\"%s\"", want->expect);
+		req_header(r, "Cache-Control", IMMUTABLE);
+	}
+	req_start(r, 200);
+}
+
 void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 {
 	struct send_opts o = {.cache_control = IMMUTABLE};
 	struct fetcher_want want;
 	struct db_file f;
-	char key[128], url[2100], sha[65], err[1024] = "";
+	char key[FLIGHT_KEY_MAX + 1], url[2100], sha[65], err[1024] = "";
 	int rc, from;
 
 	from = find_file(w, rt->index, rt->sha256, rt->filename, &f);
@@ -129,17 +169,26 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 					"application/octet-stream";
 	memset(&want, 0, sizeof(want));
 	want.content_type = o.content_type;
+	want.index = from;
+	want.size = -1;
 	if (rt->metadata) {
 		snprintf(sha, sizeof(sha), "%s", f.meta_sha);
-		snprintf(key, sizeof(key), "meta:%s", rt->sha256);
+		flight_key(key, "meta:%s", rt->sha256);
 		snprintf(url, sizeof(url), "%s.metadata", f.url);
-		want.size = -1;
+		if (!*sha)
+			want.meta_of = rt->sha256;
 	} else {
 		snprintf(sha, sizeof(sha), "%s", rt->sha256);
-		snprintf(key, sizeof(key), "blob:%s", rt->sha256);
+		flight_key(key, "blob:%s", rt->sha256);
 		snprintf(url, sizeof(url), "%s", f.url);
-		want.size = f.size;
+		/* a size of 0 or less on a page is not to be believed (it
+		 * would make the headers a complete-looking answer): unknown,
+		 * unless the file is the empty one */
+		if (f.size > 0)
+			want.size = f.size;
 	}
+	if (strcmp(sha, empty_sha) == 0 && !blob_exists(w->conf->data_dir, sha))
+		blob_put(w->conf->data_dir, "", 0, sha);
 	if (*sha && blob_exists(w->conf->data_dir, sha)) {
 		r->cache = "HIT";
 		if (send_blob(w, r, sha, &o))
@@ -147,17 +196,21 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 		return;
 	}
 	want.key = key;
-	want.index = w->conf->index[from].name;
 	want.url = url;
 	want.expect = sha;
+	if (r->head) {
+		head_uncached(w, r, &want);
+		return;
+	}
 	rc = fetcher_serve(w, r, &want, sha, err, sizeof(err));
 	if (rc == EEXIST) {
 		r->cache = "HIT";
-		o.cache_control = IMMUTABLE;
 		if (send_blob(w, r, sha, &o))
 			req_error(r, 500, "cannot read the stored file");
 		return;
 	}
-	if (rc)
+	if (rc == EAGAIN)
+		req_error(r, 503, err);
+	else if (rc)
 		req_error(r, 502, err);
 }

@@ -17,14 +17,14 @@ extern char **environ;
 
 #define MAX_HEADERS (16 * 1024)
 
-int req_init(struct req *r, FCGX_Request *fcgx)
+int req_init(struct req *r, struct conn *conn)
 {
 	const char *m;
 
 	memset(r, 0, sizeof(*r));
 	clock_gettime(CLOCK_MONOTONIC, &r->t0);
-	r->fcgx = fcgx;
-	r->envp = fcgx ? fcgx->envp : environ;
+	r->conn = conn;
+	r->envp = conn ? conn->envp : environ;
 	buf_init(&r->hdr, MAX_HEADERS);
 	m = req_env(r, "REQUEST_METHOD");
 	r->method = m && *m ? m : "GET";
@@ -91,8 +91,8 @@ static int out(struct req *r, const void *p, size_t n)
 
 	if (r->write_failed || r->aborted)
 		return EPIPE;
-	if (r->fcgx) {
-		if (FCGX_PutStr(p, (int)n, r->fcgx->out) != (int)n) {
+	if (r->conn) {
+		if (conn_send(r->conn, p, n, 1) < 0) {
 			r->write_failed = 1;
 			return EPIPE;
 		}
@@ -134,23 +134,6 @@ static const char *reason_phrase(int status)
 	}
 }
 
-/* Zero linger: the close the kernel does for a dying process sends RST. */
-static void reset_on_close(struct req *r, int on)
-{
-	struct linger l = {.l_onoff = on, .l_linger = 0};
-
-	/* after req_abort() the descriptor is /dev/null: this fails, fine */
-	if (r->fcgx)
-		setsockopt(r->fcgx->ipcFd, SOL_SOCKET, SO_LINGER, &l,
-			   sizeof(l));
-}
-
-void req_finish(struct req *r)
-{
-	if (r->started)
-		reset_on_close(r, 0);
-}
-
 int req_start(struct req *r, int status)
 {
 	char line[64];
@@ -159,7 +142,8 @@ int req_start(struct req *r, int status)
 	if (r->started)
 		return 0;
 	r->started = 1;
-	reset_on_close(r, 1);
+	if (r->conn)
+		conn_linger(r->conn, 1);
 	r->status = status;
 	if (r->cache)
 		req_header(r, "X-Larder-Cache", "%s", r->cache);
@@ -185,10 +169,26 @@ int req_write(struct req *r, const void *p, size_t n)
 	return err;
 }
 
+ssize_t req_write_some(struct req *r, const void *p, size_t n)
+{
+	ssize_t took;
+
+	if (r->write_failed || r->aborted)
+		return -1;
+	if (r->head || !n || !r->conn)
+		return req_write(r, p, n) ? -1 : (ssize_t)n;
+	took = conn_send(r->conn, p, n, 0);
+	if (took < 0)
+		r->write_failed = 1;
+	else
+		r->bytes += took;
+	return took;
+}
+
 void req_flush(struct req *r)
 {
-	if (r->fcgx && !r->write_failed && !r->aborted &&
-	    FCGX_FFlush(r->fcgx->out) < 0)
+	if (r->conn && !r->write_failed && !r->aborted &&
+	    conn_flush(r->conn) < 0)
 		r->write_failed = 1;
 }
 
@@ -229,24 +229,10 @@ void req_abort(struct req *r)
 	if (r->aborted)
 		return;
 	r->aborted = 1;
-	if (r->fcgx) {
-		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		/* Reset the connection, with no FCGI_END_REQUEST: the web
-		 * server sees the application vanish and cuts the client off
-		 * at once (a plain FIN reads as a normal end to nginx). The
-		 * descriptor number stays taken by /dev/null, so libfcgi's
-		 * own close later cannot hit a reused descriptor. */
-		reset_on_close(r, 1);
-		if (nul >= 0) {
-			dup2(nul, r->fcgx->ipcFd);
-			close(nul);
-		} else {
-			shutdown(r->fcgx->ipcFd, SHUT_RDWR);
-		}
-	} else {
+	if (r->conn)
+		conn_abort(r->conn);
+	else
 		close(STDOUT_FILENO);
-	}
 }
 
 /* A Host value fit to be echoed into a Location header. */

@@ -13,13 +13,14 @@
 #include <stddef.h>
 #include <time.h>
 
-#include <fcgiapp.h>
+#include <sys/types.h>
 
 #include "common/buf.h"
 #include "common/route.h"
+#include "fcgi/conn.h"
 
 struct req {
-	FCGX_Request *fcgx;   /* NULL in CGI mode (stdin/stdout) */
+	struct conn *conn;    /* NULL in CGI mode (stdin/stdout) */
 	char **envp;          /* CGI mode: environ */
 	const char *method;
 	const char *query;    /* "" when none */
@@ -36,10 +37,10 @@ struct req {
 	struct timespec t0;
 };
 
-/* Prepares r for the request whose variables are in fcgx (or environ when
- * fcgx is NULL): method, path, mount, query. Returns 0, or an errno when
+/* Prepares r for the request whose variables are in conn (or environ when
+ * conn is NULL): method, path, mount, query. Returns 0, or an errno when
  * the path cannot be decoded (the caller answers 400). */
-int req_init(struct req *r, FCGX_Request *fcgx);
+int req_init(struct req *r, struct conn *conn);
 
 /* Frees what r owns. */
 void req_free(struct req *r);
@@ -53,19 +54,19 @@ int req_header(struct req *r, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* Sends the status line and headers. Returns 0 or EPIPE. From here until
- * req_finish(), a worker that dies (killed, OOM, mod_fcgid's busy timeout)
- * resets its FastCGI connection rather than closing it, so the web server
- * cuts the client off at once instead of taking the close for the normal
- * end of a short body. */
+ * the request ends, a worker that dies (killed, OOM, mod_fcgid's busy
+ * timeout) resets its FastCGI connection rather than closing it, so the
+ * web server cuts the client off at once instead of taking the close for
+ * the normal end of a short body (conn_linger). */
 int req_start(struct req *r, int status);
-
-/* Ends the response normally: no reset on close any more, so no byte
- * still queued for the web server is thrown away. Call before
- * FCGX_Finish_r(). */
-void req_finish(struct req *r);
 
 /* Writes body bytes (nothing for HEAD). Returns 0 or EPIPE. */
 int req_write(struct req *r, const void *p, size_t n);
+
+/* Writes what of n body bytes the web server takes without waiting (all of
+ * them in CGI mode and for HEAD). Returns the number taken, or -1 once the
+ * client is gone. */
+ssize_t req_write_some(struct req *r, const void *p, size_t n);
 
 /* Pushes buffered body bytes to the web server. */
 void req_flush(struct req *r);

@@ -16,24 +16,10 @@
 
 #include "common/conf.h"
 #include "common/log.h"
+#include "fcgi/pool.h"
 #include "fcgi/serve.h"
-#include "fcgi/worker.h"
 #include "storage/blob.h"
 
-#define MAX_WORKERS 256
-
-static volatile sig_atomic_t got_term, got_hup, got_chld;
-
-static void on_signal(int sig)
-{
-	if (sig == SIGHUP)
-		got_hup = 1;
-	else if (sig == SIGCHLD)
-		got_chld = 1;
-	else if (sig == SIGTERM || sig == SIGINT)
-		got_term = 1;
-	/* SIGALRM only wakes the supervisor */
-}
 
 int serve_listen(const char *addr, char *err, size_t errlen)
 {
@@ -96,71 +82,6 @@ sys_fail:
 	return -1;
 }
 
-struct pool {
-	pid_t pid[MAX_WORKERS];
-	time_t born[MAX_WORKERS];
-	long n;
-};
-
-static pid_t spawn(const struct conf *c, int fd)
-{
-	pid_t pid = fork();
-	sigset_t none;
-
-	if (pid == 0) {
-		signal(SIGCHLD, SIG_DFL);
-		signal(SIGALRM, SIG_DFL);
-		signal(SIGINT, SIG_IGN);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		_exit(worker_fcgi(c, fd, c->max_requests));
-	}
-	if (pid < 0)
-		log_error(errno, "serve", "fork");
-	return pid;
-}
-
-static void signal_all(struct pool *p, int sig)
-{
-	for (long i = 0; i < p->n; i++)
-		if (p->pid[i] > 0)
-			kill(p->pid[i], sig);
-}
-
-/* Reaps dead workers; marks their slots empty. */
-static void reap(struct pool *p)
-{
-	pid_t pid;
-	int status;
-
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		for (long i = 0; i < p->n; i++) {
-			if (p->pid[i] != pid)
-				continue;
-			p->pid[i] = 0;
-			if (WIFSIGNALED(status))
-				log_warn(0, "serve", "worker %ld killed by "
-					 "signal %d", (long)pid,
-					 WTERMSIG(status));
-		}
-	}
-}
-
-/* Fills empty slots; a slot whose worker died young waits a second. */
-static void fill(struct pool *p, const struct conf *c, int fd)
-{
-	time_t now = time(NULL);
-
-	for (long i = 0; i < p->n; i++) {
-		if (p->pid[i] > 0)
-			continue;
-		if (p->born[i] && now - p->born[i] < 1)
-			continue;
-		p->pid[i] = spawn(c, fd);
-		p->born[i] = now;
-	}
-}
-
 static void usage(void)
 {
 	fprintf(stderr, "usage: larder serve [-c FILE] --listen "
@@ -176,13 +97,10 @@ int serve_main(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *conf_path = NULL, *listen_addr = NULL;
-	struct conf conf, next;
-	struct sigaction sa;
-	struct pool pool;
-	sigset_t block, old;
+	struct conf conf;
 	char err[1024];
 	long workers = 0;
-	int opt, fd;
+	int opt, fd, rc;
 	char *end;
 
 	optind = 1;
@@ -196,10 +114,10 @@ int serve_main(int argc, char **argv)
 			break;
 		case 'w':
 			workers = strtol(optarg, &end, 10);
-			if (*end || workers < 1 || workers > MAX_WORKERS) {
+			if (*end || workers < 1 || workers > POOL_MAX) {
 				fprintf(stderr, "larder serve: --workers %s: "
 					"expected 1..%d\n", optarg,
-					MAX_WORKERS);
+					POOL_MAX);
 				return 2;
 			}
 			break;
@@ -229,75 +147,14 @@ int serve_main(int argc, char **argv)
 		conf_free(&conf);
 		return 1;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGCHLD, &sa, NULL);
-	sigaction(SIGALRM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&block);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGHUP);
-	sigaddset(&block, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &block, &old);
-
-	memset(&pool, 0, sizeof(pool));
-	pool.n = workers ? workers : conf.workers;
-	if (pool.n > MAX_WORKERS)
-		pool.n = MAX_WORKERS;
-	log_info("serving on %s with %ld workers, data in %s, config %s",
-		 listen_addr, pool.n, conf.data_dir,
+	log_info("serving on %s with %ld to %ld workers, data in %s, config %s",
+		 listen_addr, workers ? workers : conf.workers,
+		 conf.max_workers, conf.data_dir,
 		 conf.source ? conf.source : "(built-in defaults)");
-	fill(&pool, &conf, fd);
-	while (!got_term) {
-		sigset_t wait_for = old;
-
-		/* wake on a signal, or each second to refill young slots */
-		alarm(1);
-		sigsuspend(&wait_for);
-		alarm(0);
-		if (got_chld) {
-			got_chld = 0;
-			reap(&pool);
-		}
-		if (got_hup) {
-			got_hup = 0;
-			if (conf_load(&next, conf.source ? conf.source :
-				      conf_path, err, sizeof(err))) {
-				log_error(0, "SIGHUP", "keeping the old "
-					  "config: %s", err);
-			} else {
-				/* each worker has its own copy of the old
-				 * one; they finish their request and go */
-				conf_free(&conf);
-				conf = next;
-				log_info("config re-read; replacing workers");
-				signal_all(&pool, SIGTERM);
-			}
-		}
-		if (!got_term)
-			fill(&pool, &conf, fd);
-	}
-	log_info("stopping");
-	signal_all(&pool, SIGTERM);
-	for (int i = 0; i < 100; i++) {
-		reap(&pool);
-		int alive = 0;
-
-		for (long j = 0; j < pool.n; j++)
-			alive += pool.pid[j] > 0;
-		if (!alive)
-			break;
-		usleep(100000);
-	}
-	signal_all(&pool, SIGKILL);
-	reap(&pool);
+	rc = pool_run(&conf, conf_path, fd, workers);
 	close(fd);
 	if (strncmp(listen_addr, "unix:", 5) == 0)
 		unlink(listen_addr + 5);
 	conf_free(&conf);
-	return 0;
+	return rc;
 }

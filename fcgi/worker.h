@@ -1,44 +1,43 @@
-/* worker: one single-threaded process answering requests, as a FastCGI
- * worker (its own accept loop) or a CGI program (one request). Everything
- * it shares with other workers goes through the data directory. */
+/* worker: what every handler is given. One single-threaded process
+ * answering requests, as a FastCGI worker or a CGI program; everything it
+ * shares with other workers goes through the data directory. Handlers
+ * include this header, never the loops that call them (fcgi/loop.h). */
 #ifndef LARDER_WORKER_H
 #define LARDER_WORKER_H
 
 #include "common/conf.h"
-#include "fcgi/req.h"
+#include "fcgi/conn.h"
 #include "storage/db.h"
 #include "storage/fetch.h"
 
 struct worker {
 	const struct conf *conf;
 	struct db *db;          /* opened in this process, after fork */
-	struct fetch_opts fetch;
 	int cgi;
+	struct conn *conns;     /* FastCGI: the connections this worker holds */
+	struct conn *current;   /* the one whose request is being answered */
 };
 
 /* Sets up w for this process: data directory layout and the database.
  * Returns 0 or an errno (logged). */
 int worker_open(struct worker *w, const struct conf *c, int cgi);
 
-/* Fills o from the config, for fetches on behalf of the cache index at
- * position idx (redirects only to its upstream's and trusted hosts), or
- * of no index when idx is -1. */
-void worker_fetch_opts(const struct conf *c, int idx, struct fetch_opts *o);
-
-/* Releases what worker_open() made. */
+/* Releases what worker_open() made (not the connections). */
 void worker_close(struct worker *w);
 
-/* Answers one request. */
-void worker_handle(struct worker *w, struct req *r);
+/* Fills o from the config, for fetches on behalf of the cache index at
+ * position idx: redirects only to its upstream's and trusted hosts; with
+ * idx -1 (no index), no redirects at all. */
+void worker_fetch_opts(const struct conf *c, int idx, struct fetch_opts *o);
 
-/* Runs the FastCGI accept loop on listen_fd until max_requests (0: no
- * limit), SIGTERM, or an accept error. Returns an exit status. Only a
- * worker whose socket outlives it (`larder serve' keeps it) may recycle
- * itself: one spawned by a web server owns its socket, and exiting would
- * reset the connections queued on it. */
-int worker_fcgi(const struct conf *c, int listen_fd, long max_requests);
+/* Before something that may take long (an upstream fetch, following
+ * another process's download): closes the kept connections that wait for
+ * their next request, so that the web server sends it to a worker that is
+ * free. (nginx retries a request whose kept connection closed under it.) */
+void worker_shed(struct worker *w);
 
-/* Answers the one CGI request in the environment. Returns an exit status. */
-int worker_cgi(const struct conf *c);
+/* Runs the sweep of what dead owners left (storage/flight.h) when it is
+ * due. */
+void worker_sweep(struct worker *w);
 
 #endif

@@ -13,17 +13,17 @@
 #include "common/log.h"
 #include "storage/db.h"
 
-/* Switching a new database to WAL can answer SQLITE_BUSY without calling
- * the busy handler (another connection holds it in rollback mode for a
- * moment), so db_open retries it itself. */
-static const char wal[] = "PRAGMA journal_mode=WAL;";
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
 
-/* Created under one write lock taken up front: a deferred transaction that
- * reads the schema and then wants to write can fail at once with "locked"
- * when another worker created it meanwhile, busy handler or not. */
+/* The schema this build reads and writes (PRAGMA user_version). */
+#define SCHEMA_VERSION 1
+
+/* Every table as this version has it. Run under one write lock taken up
+ * front: a deferred transaction that reads the schema and then wants to
+ * write can fail at once with "locked" when another worker created it
+ * meanwhile, busy handler or not. */
 static const char schema[] =
-	"PRAGMA synchronous=NORMAL;"
-	"BEGIN IMMEDIATE;"
 	"CREATE TABLE IF NOT EXISTS pages ("
 	"  idx TEXT NOT NULL, project TEXT NOT NULL, status INTEGER NOT NULL,"
 	"  etag TEXT NOT NULL, last_modified TEXT NOT NULL,"
@@ -38,10 +38,20 @@ static const char schema[] =
 	"CREATE INDEX IF NOT EXISTS files_sha ON files (sha256);"
 	"CREATE TABLE IF NOT EXISTS flights ("
 	"  key TEXT PRIMARY KEY, tmp TEXT NOT NULL, pid INTEGER NOT NULL,"
-	"  started INTEGER NOT NULL, size INTEGER NOT NULL);"
+	"  started INTEGER NOT NULL, size INTEGER NOT NULL,"
+	"  sha256 TEXT NOT NULL DEFAULT '');"
 	"CREATE TABLE IF NOT EXISTS outcomes ("
-	"  key TEXT PRIMARY KEY, sha256 TEXT NOT NULL, reason TEXT NOT NULL);"
-	"COMMIT;";
+	"  key TEXT PRIMARY KEY, sha256 TEXT NOT NULL, reason TEXT NOT NULL,"
+	"  at INTEGER NOT NULL DEFAULT 0);"
+	"CREATE TABLE IF NOT EXISTS upstreams ("
+	"  host TEXT PRIMARY KEY, until INTEGER NOT NULL, reason TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS garbage ("
+	"  sha256 TEXT PRIMARY KEY, since INTEGER NOT NULL);";
+
+/* What a database made before user_version was kept (version 0) lacks. */
+static const char from_v0[] =
+	"ALTER TABLE flights ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE outcomes ADD COLUMN at INTEGER NOT NULL DEFAULT 0;";
 
 enum stmt {
 	S_PAGE_GET,
@@ -58,8 +68,16 @@ enum stmt {
 	S_FLIGHT_DELETE,
 	S_FLIGHT_ALL,
 	S_FLIGHT_SET,
+	S_FLIGHT_SET_SHA,
 	S_OUTCOME_PUT,
 	S_OUTCOME_GET,
+	S_UPSTREAM_GET,
+	S_UPSTREAM_PUT,
+	S_UPSTREAM_DELETE,
+	S_GARBAGE_ADD,
+	S_GARBAGE_DUE,
+	S_GARBAGE_DELETE,
+	S_PAGE_REFS,
 	S_BEGIN,
 	S_COMMIT,
 	S_ROLLBACK,
@@ -84,16 +102,30 @@ static const char *const sql[S_COUNT] = {
 		       " WHERE idx = ?1 AND sha256 = ?2 AND filename = ?3",
 	[S_FILE_SET_META] = "UPDATE files SET meta_sha = ?2"
 			    " WHERE sha256 = ?1 AND meta_sha = ''",
-	[S_FLIGHT_INSERT] = "INSERT OR IGNORE INTO flights VALUES"
-			    " (?1, ?2, ?3, ?4, ?5)",
-	[S_FLIGHT_GET] = "SELECT tmp, pid, started, size FROM flights"
+	[S_FLIGHT_INSERT] = "INSERT OR IGNORE INTO flights"
+			    " (key, tmp, pid, started, size)"
+			    " VALUES (?1, ?2, ?3, ?4, ?5)",
+	[S_FLIGHT_GET] = "SELECT tmp, pid, started, size, sha256 FROM flights"
 			 " WHERE key = ?1",
-	[S_FLIGHT_ALL] = "SELECT key, tmp FROM flights",
+	[S_FLIGHT_ALL] = "SELECT key, tmp, pid, started, size, sha256"
+			 " FROM flights",
 	[S_FLIGHT_DELETE] = "DELETE FROM flights WHERE key = ?1 AND tmp = ?2",
-	[S_FLIGHT_SET] = "UPDATE flights SET pid = ?3, size = ?4"
+	[S_FLIGHT_SET] = "UPDATE flights SET size = ?3"
 			 " WHERE key = ?1 AND tmp = ?2",
-	[S_OUTCOME_PUT] = "INSERT OR REPLACE INTO outcomes VALUES (?1, ?2, ?3)",
-	[S_OUTCOME_GET] = "SELECT sha256, reason FROM outcomes WHERE key = ?1",
+	[S_FLIGHT_SET_SHA] = "UPDATE flights SET sha256 = ?3"
+			     " WHERE key = ?1 AND tmp = ?2",
+	[S_OUTCOME_PUT] = "INSERT OR REPLACE INTO outcomes (key, sha256, reason,"
+			  " at) VALUES (?1, ?2, ?3, ?4)",
+	[S_OUTCOME_GET] = "SELECT sha256, reason, at FROM outcomes"
+			  " WHERE key = ?1",
+	[S_UPSTREAM_GET] = "SELECT until, reason FROM upstreams WHERE host = ?1",
+	[S_UPSTREAM_PUT] = "INSERT OR REPLACE INTO upstreams VALUES (?1, ?2, ?3)",
+	[S_UPSTREAM_DELETE] = "DELETE FROM upstreams WHERE host = ?1",
+	[S_GARBAGE_ADD] = "INSERT OR REPLACE INTO garbage VALUES (?1, ?2)",
+	[S_GARBAGE_DUE] = "SELECT sha256 FROM garbage WHERE since < ?1 LIMIT ?2",
+	[S_GARBAGE_DELETE] = "DELETE FROM garbage WHERE sha256 = ?1",
+	[S_PAGE_REFS] = "SELECT count(*) FROM pages"
+			" WHERE json_sha = ?1 OR html_sha = ?1",
 	[S_BEGIN] = "BEGIN IMMEDIATE",
 	[S_COMMIT] = "COMMIT",
 	[S_ROLLBACK] = "ROLLBACK",
@@ -113,6 +145,103 @@ static int fail(struct db *db, const char *what)
 
 /* Runs TEXT, retrying for up to ten seconds while SQLite answers "busy" or
  * "locked" without having waited for us. Returns 0 or EIO (logged). */
+static int exec_retry(struct db *db, const char *text, const char *what);
+
+/* Reads one integer a PRAGMA answers (-1 on error). */
+static long long pragma_int(struct db *db, const char *text)
+{
+	sqlite3_stmt *st;
+	long long v = -1;
+
+	if (sqlite3_prepare_v2(db->conn, text, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* Whether the database already has a table called name. */
+static int has_table(struct db *db, const char *name)
+{
+	sqlite3_stmt *st;
+	int found = 0;
+
+	if (sqlite3_prepare_v2(db->conn, "SELECT 1 FROM sqlite_master WHERE "
+			       "type = 'table' AND name = ?1", -1, &st,
+			       NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	found = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return found;
+}
+
+/* Brings the schema to SCHEMA_VERSION. The version is read first, without
+ * a lock, so an open of a current database (every CGI request, every
+ * worker) never queues behind a writer; only creating or migrating takes
+ * the write lock. Returns 0 or EIO. */
+static int schema_up(struct db *db)
+{
+	time_t deadline = time(NULL) + 10;
+	long long v;
+	int err;
+
+	if (pragma_int(db, "PRAGMA user_version") == SCHEMA_VERSION)
+		return 0;
+	for (;;) {
+		err = exec_retry(db, "BEGIN IMMEDIATE", "schema lock");
+		if (err)
+			return err;
+		v = pragma_int(db, "PRAGMA user_version");
+		if (v == SCHEMA_VERSION) /* someone else did it meanwhile */
+			return exec_retry(db, "COMMIT", "schema");
+		if (v > SCHEMA_VERSION) {
+			sqlite3_exec(db->conn, "ROLLBACK", NULL, NULL, NULL);
+			log_error(0, db->path, "made by a newer larder (schema %lld, "
+				  "this one knows %d)", v, SCHEMA_VERSION);
+			return EIO;
+		}
+		if (v == 0 && has_table(db, "flights") &&
+		    sqlite3_exec(db->conn, from_v0, NULL, NULL, NULL) != SQLITE_OK)
+			break;
+		if (sqlite3_exec(db->conn, schema, NULL, NULL, NULL) != SQLITE_OK ||
+		    sqlite3_exec(db->conn, "PRAGMA user_version = "
+				 STRINGIFY(SCHEMA_VERSION), NULL, NULL,
+				 NULL) != SQLITE_OK)
+			break;
+		if (sqlite3_exec(db->conn, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+			return 0;
+		if (time(NULL) >= deadline)
+			break;
+		sqlite3_exec(db->conn, "ROLLBACK", NULL, NULL, NULL);
+	}
+	log_error(0, db->path, "schema: %s", sqlite3_errmsg(db->conn));
+	sqlite3_exec(db->conn, "ROLLBACK", NULL, NULL, NULL);
+	return EIO;
+}
+
+/* WAL, set once for the file; reading the mode takes no lock. Switching
+ * can answer SQLITE_BUSY without calling the busy handler (another
+ * connection holds it in rollback mode for a moment): exec_retry. */
+static int journal_wal(struct db *db)
+{
+	sqlite3_stmt *st;
+	int wal = 0;
+
+	if (sqlite3_prepare_v2(db->conn, "PRAGMA journal_mode", -1, &st,
+			       NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			const unsigned char *m = sqlite3_column_text(st, 0);
+
+			wal = m && strcmp((const char *)m, "wal") == 0;
+		}
+		sqlite3_finalize(st);
+	}
+	if (wal)
+		return 0;
+	return exec_retry(db, "PRAGMA journal_mode=WAL;", "journal mode");
+}
 static int exec_retry(struct db *db, const char *text, const char *what)
 {
 	time_t deadline = time(NULL) + 10;
@@ -138,7 +267,7 @@ static int exec_retry(struct db *db, const char *text, const char *what)
 	return EIO;
 }
 
-int db_open(const char *data_dir, struct db **out)
+static int open_db(const char *data_dir, int create, struct db **out)
 {
 	struct db *db;
 	int err = EIO;
@@ -152,17 +281,22 @@ int db_open(const char *data_dir, struct db **out)
 		err = ENAMETOOLONG;
 		goto fail;
 	}
+	if (!create && access(db->path, F_OK) < 0) {
+		err = errno;
+		goto fail;
+	}
 	if (sqlite3_open_v2(db->path, &db->conn,
-			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-				    SQLITE_OPEN_NOMUTEX,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
+				    (create ? SQLITE_OPEN_CREATE : 0),
 			    NULL) != SQLITE_OK) {
 		fail(db, "open");
 		goto fail;
 	}
 	/* Writers queue behind each other; a client never sees "locked". */
 	sqlite3_busy_timeout(db->conn, 30000);
-	if (exec_retry(db, wal, "journal mode") != 0 ||
-	    exec_retry(db, schema, "schema") != 0)
+	if (journal_wal(db) != 0 ||
+	    exec_retry(db, "PRAGMA synchronous=NORMAL", "synchronous") != 0 ||
+	    schema_up(db) != 0)
 		goto fail;
 	for (int i = 0; i < S_COUNT; i++) {
 		if (sqlite3_prepare_v3(db->conn, sql[i], -1,
@@ -177,6 +311,16 @@ int db_open(const char *data_dir, struct db **out)
 fail:
 	db_close(db);
 	return err;
+}
+
+int db_open(const char *data_dir, struct db **out)
+{
+	return open_db(data_dir, 1, out);
+}
+
+int db_open_existing(const char *data_dir, struct db **out)
+{
+	return open_db(data_dir, 0, out);
 }
 
 void db_close(struct db *db)
@@ -437,6 +581,17 @@ int db_flight_insert(struct db *db, const char *key, const char *tmp,
 	return sqlite3_changes(db->conn) == 1 ? 0 : EEXIST;
 }
 
+/* Reads a flights row from the columns tmp, pid, started, size, sha256
+ * starting at col. */
+static void flight_row(sqlite3_stmt *st, int col, struct db_flight *f)
+{
+	text(st, col, f->tmp, sizeof(f->tmp));
+	f->pid = (long)sqlite3_column_int64(st, col + 1);
+	f->started = sqlite3_column_int64(st, col + 2);
+	f->size = sqlite3_column_int64(st, col + 3);
+	text(st, col + 4, f->sha256, sizeof(f->sha256));
+}
+
 int db_flight_get(struct db *db, const char *key, struct db_flight *f)
 {
 	sqlite3_stmt *st = stmt(db, S_FLIGHT_GET);
@@ -446,10 +601,7 @@ int db_flight_get(struct db *db, const char *key, struct db_flight *f)
 	err = row(db, st, "flight get");
 	if (err)
 		return err;
-	text(st, 0, f->tmp, sizeof(f->tmp));
-	f->pid = (long)sqlite3_column_int64(st, 1);
-	f->started = sqlite3_column_int64(st, 2);
-	f->size = sqlite3_column_int64(st, 3);
+	flight_row(st, 0, f);
 	sqlite3_reset(st);
 	return 0;
 }
@@ -463,57 +615,69 @@ int db_flight_delete(struct db *db, const char *key, const char *tmp)
 	return run(db, st, "flight delete");
 }
 
+struct flight_entry {
+	char *key;
+	struct db_flight row;
+};
+
 int db_flight_each(struct db *db,
-		   void (*fn)(const char *key, const char *tmp, void *ctx),
+		   void (*fn)(const char *key, const struct db_flight *row,
+			      void *ctx),
 		   void *ctx)
 {
 	sqlite3_stmt *st = stmt(db, S_FLIGHT_ALL);
-	char **rows = NULL, **grown;
+	struct flight_entry *rows = NULL, *grown;
 	size_t n = 0;
 	int rc, err = 0;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *k = (const char *)sqlite3_column_text(st, 0);
-		const char *t = (const char *)sqlite3_column_text(st, 1);
 
-		grown = realloc(rows, (n + 2) * sizeof(*rows));
+		grown = realloc(rows, (n + 1) * sizeof(*rows));
 		if (!grown) {
 			err = ENOMEM;
 			break;
 		}
 		rows = grown;
-		rows[n] = strdup(k ? k : "");
-		rows[n + 1] = strdup(t ? t : "");
-		if (!rows[n] || !rows[n + 1]) {
-			n += 2;
+		rows[n].key = strdup(k ? k : "");
+		flight_row(st, 1, &rows[n].row);
+		if (!rows[n++].key) {
 			err = ENOMEM;
 			break;
 		}
-		n += 2;
 	}
 	if (!err && rc != SQLITE_DONE)
 		err = fail(db, "flight list");
 	sqlite3_reset(st);
-	for (size_t i = 0; i + 1 < n; i += 2) {
+	for (size_t i = 0; i < n; i++) {
 		if (!err)
-			fn(rows[i], rows[i + 1], ctx);
-		free(rows[i]);
-		free(rows[i + 1]);
+			fn(rows[i].key, &rows[i].row, ctx);
+		free(rows[i].key);
 	}
 	free(rows);
 	return err;
 }
 
-int db_flight_set(struct db *db, const char *key, const char *tmp, long pid,
+int db_flight_set(struct db *db, const char *key, const char *tmp,
 		  long long size)
 {
 	sqlite3_stmt *st = stmt(db, S_FLIGHT_SET);
 
 	BIND_TEXT(st, 1, key);
 	BIND_TEXT(st, 2, tmp);
-	sqlite3_bind_int64(st, 3, pid);
-	sqlite3_bind_int64(st, 4, size);
+	sqlite3_bind_int64(st, 3, size);
 	return run(db, st, "flight set");
+}
+
+int db_flight_set_sha(struct db *db, const char *key, const char *tmp,
+		      const char *sha256)
+{
+	sqlite3_stmt *st = stmt(db, S_FLIGHT_SET_SHA);
+
+	BIND_TEXT(st, 1, key);
+	BIND_TEXT(st, 2, tmp);
+	BIND_TEXT(st, 3, sha256);
+	return run(db, st, "flight set sha256");
 }
 
 int db_outcome_put(struct db *db, const char *key, const char *sha256,
@@ -524,11 +688,12 @@ int db_outcome_put(struct db *db, const char *key, const char *sha256,
 	BIND_TEXT(st, 1, key);
 	BIND_TEXT(st, 2, sha256 ? sha256 : "");
 	BIND_TEXT(st, 3, reason ? reason : "");
+	sqlite3_bind_int64(st, 4, (long long)time(NULL));
 	return run(db, st, "outcome put");
 }
 
 int db_outcome_get(struct db *db, const char *key, char sha256[65],
-		   char *reason, size_t len)
+		   char *reason, size_t len, long long *at)
 {
 	sqlite3_stmt *st = stmt(db, S_OUTCOME_GET);
 	int err;
@@ -539,6 +704,130 @@ int db_outcome_get(struct db *db, const char *key, char sha256[65],
 		return err;
 	text(st, 0, sha256, 65);
 	text(st, 1, reason, len);
+	if (at)
+		*at = sqlite3_column_int64(st, 2);
 	sqlite3_reset(st);
 	return 0;
+}
+
+int db_upstream_get(struct db *db, const char *host, long long *until,
+		    char *reason, size_t len)
+{
+	sqlite3_stmt *st = stmt(db, S_UPSTREAM_GET);
+	int err;
+
+	BIND_TEXT(st, 1, host);
+	err = row(db, st, "upstream get");
+	if (err)
+		return err;
+	*until = sqlite3_column_int64(st, 0);
+	text(st, 1, reason, len);
+	sqlite3_reset(st);
+	return 0;
+}
+
+int db_upstream_put(struct db *db, const char *host, long long until,
+		    const char *reason)
+{
+	sqlite3_stmt *st = stmt(db, S_UPSTREAM_PUT);
+
+	BIND_TEXT(st, 1, host);
+	sqlite3_bind_int64(st, 2, until);
+	BIND_TEXT(st, 3, reason);
+	return run(db, st, "upstream put");
+}
+
+int db_upstream_delete(struct db *db, const char *host)
+{
+	sqlite3_stmt *st = stmt(db, S_UPSTREAM_DELETE);
+
+	BIND_TEXT(st, 1, host);
+	return run(db, st, "upstream delete");
+}
+
+int db_garbage_add(struct db *db, const char *sha256, long long since)
+{
+	sqlite3_stmt *st = stmt(db, S_GARBAGE_ADD);
+
+	BIND_TEXT(st, 1, sha256);
+	sqlite3_bind_int64(st, 2, since);
+	return run(db, st, "garbage add");
+}
+
+int db_garbage_due(struct db *db, long long before, char (*sha)[65],
+		   size_t max, size_t *n)
+{
+	sqlite3_stmt *st = stmt(db, S_GARBAGE_DUE);
+	int rc;
+
+	*n = 0;
+	sqlite3_bind_int64(st, 1, before);
+	sqlite3_bind_int64(st, 2, (long long)max);
+	while (*n < max && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		text(st, 0, sha[(*n)++], 65);
+	sqlite3_reset(st);
+	return 0;
+}
+
+int db_garbage_delete(struct db *db, const char *sha256)
+{
+	sqlite3_stmt *st = stmt(db, S_GARBAGE_DELETE);
+
+	BIND_TEXT(st, 1, sha256);
+	return run(db, st, "garbage delete");
+}
+
+int db_page_refs(struct db *db, const char *sha256, long *count)
+{
+	sqlite3_stmt *st = stmt(db, S_PAGE_REFS);
+	int err;
+
+	BIND_TEXT(st, 1, sha256);
+	err = row(db, st, "page refs");
+	if (err)
+		return err;
+	*count = (long)sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return 0;
+}
+
+int db_unreferenced(struct db *db, char (*sha)[65], size_t n,
+		    void (*fn)(const char *sha256, void *ctx), void *ctx)
+{
+	static const char anti[] =
+		"SELECT sha256 FROM fsck_blobs"
+		" WHERE sha256 NOT IN (SELECT json_sha FROM pages)"
+		" AND sha256 NOT IN (SELECT html_sha FROM pages)"
+		" AND sha256 NOT IN (SELECT sha256 FROM files)"
+		" AND sha256 NOT IN (SELECT meta_sha FROM files)"
+		" AND sha256 NOT IN (SELECT sha256 FROM garbage)";
+	sqlite3_stmt *ins = NULL, *sel = NULL;
+	int err = EIO, rc;
+
+	if (sqlite3_exec(db->conn, "CREATE TEMP TABLE IF NOT EXISTS fsck_blobs"
+			 " (sha256 TEXT PRIMARY KEY); DELETE FROM fsck_blobs",
+			 NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db->conn, "INSERT OR IGNORE INTO fsck_blobs"
+			       " VALUES (?1)", -1, &ins, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db->conn, anti, -1, &sel, NULL) != SQLITE_OK)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		BIND_TEXT(ins, 1, sha[i]);
+		rc = sqlite3_step(ins);
+		sqlite3_reset(ins);
+		if (rc != SQLITE_DONE)
+			goto out;
+	}
+	while ((rc = sqlite3_step(sel)) == SQLITE_ROW)
+		fn((const char *)sqlite3_column_text(sel, 0), ctx);
+	if (rc == SQLITE_DONE)
+		err = 0;
+out:
+	if (err)
+		fail(db, "unreferenced blobs");
+	sqlite3_finalize(ins);
+	sqlite3_finalize(sel);
+	sqlite3_exec(db->conn, "DROP TABLE IF EXISTS fsck_blobs", NULL, NULL,
+		     NULL);
+	return err;
 }

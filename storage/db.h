@@ -36,15 +36,20 @@ struct db_file {
 
 struct db_flight {
 	char tmp[4096];           /* the temp file being filled */
-	long pid;                 /* the fetcher */
+	long pid;                 /* the owner */
 	long long started;        /* unix seconds */
 	long long size;           /* expected size, -1 until known */
+	char sha256[65];          /* verified hash of the bytes, "" before */
 };
 
 /* Opens (creating if needed) DATA/larder.db and prepares every statement.
  * Returns 0 or an errno (EIO for SQLite errors, logged); *out is the
  * caller's to db_close(). */
 int db_open(const char *data_dir, struct db **out);
+
+/* Opens DATA/larder.db only if it exists (for commands that inspect a
+ * store and must not make one). Returns 0, ENOENT, or as db_open(). */
+int db_open_existing(const char *data_dir, struct db **out);
 
 /* Finalises the statements and closes the connection. NULL is fine. */
 void db_close(struct db *db);
@@ -106,24 +111,66 @@ int db_flight_get(struct db *db, const char *key, struct db_flight *f);
 /* Deletes the claim on key if it still names tmp. Returns 0 or EIO. */
 int db_flight_delete(struct db *db, const char *key, const char *tmp);
 
-/* Calls fn(key, tmp, ctx) for every claim, after reading them all (fn may
+/* Calls fn(key, row, ctx) for every claim, after reading them all (fn may
  * change the table). Returns 0, ENOMEM, or EIO. */
 int db_flight_each(struct db *db,
-		   void (*fn)(const char *key, const char *tmp, void *ctx),
+		   void (*fn)(const char *key, const struct db_flight *row,
+			      void *ctx),
 		   void *ctx);
 
 /* Records the expected size on the claim naming tmp. Returns 0 or EIO. */
 int db_flight_set(struct db *db, const char *key, const char *tmp,
-		  long pid, long long size);
+		  long long size);
 
-/* Records how the last fetch of key ended: sha256 of the committed blob
- * (success) or "" and a one-line reason (failure). Returns 0 or EIO. */
+/* Records the verified hash on the claim naming tmp. Returns 0 or EIO. */
+int db_flight_set_sha(struct db *db, const char *key, const char *tmp,
+		      const char *sha256);
+
+/* Records how the last fetch of key ended, and when (now): sha256 of the
+ * committed blob (success) or "" and a one-line reason (failure). Returns
+ * 0 or EIO. */
 int db_outcome_put(struct db *db, const char *key, const char *sha256,
 		   const char *reason);
 
-/* Reads the last outcome of key into sha256 (65 bytes, "" on failure) and
- * reason. Returns 0, ENOENT, or EIO. */
+/* Reads the last outcome of key into sha256 (65 bytes, "" on failure),
+ * reason and, when at is not NULL, its time in unix seconds. Returns 0,
+ * ENOENT, or EIO. */
 int db_outcome_get(struct db *db, const char *key, char sha256[65],
-		   char *reason, size_t len);
+		   char *reason, size_t len, long long *at);
+
+/* Reads what is remembered of an upstream host ("scheme://host:port")
+ * that failed: until when (unix seconds) and why. Returns 0, ENOENT, or
+ * EIO. */
+int db_upstream_get(struct db *db, const char *host, long long *until,
+		    char *reason, size_t len);
+
+/* Remembers that host failed, until the given time. Returns 0 or EIO. */
+int db_upstream_put(struct db *db, const char *host, long long until,
+		    const char *reason);
+
+/* Forgets host's failure. Returns 0 or EIO. */
+int db_upstream_delete(struct db *db, const char *host);
+
+/* Notes that the blob sha256 (a page rendering) is no longer wanted since
+ * the given time. Returns 0 or EIO. */
+int db_garbage_add(struct db *db, const char *sha256, long long since);
+
+/* Lists up to max blobs noted as garbage before the given time into sha;
+ * *n says how many. Returns 0 or EIO. */
+int db_garbage_due(struct db *db, long long before, char (*sha)[65],
+		   size_t max, size_t *n);
+
+/* Drops the garbage note of sha256. Returns 0 or EIO. */
+int db_garbage_delete(struct db *db, const char *sha256);
+
+/* Counts the page rows whose renderings include sha256. Returns 0 or
+ * EIO. */
+int db_page_refs(struct db *db, const char *sha256, long *count);
+
+/* Calls fn for each of the n blobs in sha that nothing names: no page
+ * rendering, no listed file or metadata, no garbage note (what a refresh
+ * replaced and the collector will delete). Returns 0, ENOMEM, or EIO. */
+int db_unreferenced(struct db *db, char (*sha)[65], size_t n,
+		    void (*fn)(const char *sha256, void *ctx), void *ctx);
 
 #endif

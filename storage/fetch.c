@@ -21,16 +21,42 @@
 
 static CURL *handle;
 
-/* Returns the process's handle, reset for a new transfer. */
+/* Returns the process's handle, reset for a new transfer: curl_easy_reset
+ * keeps the live connections, the TLS session and DNS caches. */
 static CURL *easy(void)
 {
-	if (!handle) {
+	static int global;
+
+	if (!global) {
 		curl_global_init(CURL_GLOBAL_DEFAULT);
-		handle = curl_easy_init();
-	} else {
-		curl_easy_reset(handle);
+		global = 1;
 	}
+	if (!handle)
+		handle = curl_easy_init();
+	else
+		curl_easy_reset(handle);
 	return handle;
+}
+
+void fetch_forget(void)
+{
+	handle = NULL;
+}
+
+int fetch_unwell(int err)
+{
+	return err == ECONNREFUSED || err == EHOSTUNREACH || err == ETIMEDOUT;
+}
+
+long fetch_max_silence(const struct fetch_opts *o)
+{
+	long per_try = o->connect_timeout + o->first_byte_timeout +
+		       o->idle_timeout;
+	long backoff = 0;
+
+	for (long i = 0; i < o->retries; i++)
+		backoff += MAX_RETRY_AFTER; /* backoff() waits at most that */
+	return per_try * (o->retries + 1) + backoff;
 }
 
 /* What one attempt saw in its headers. */
@@ -164,6 +190,9 @@ static void setup(CURL *c, const struct fetch_opts *o, const char *url,
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, o->idle_timeout);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "larder/" PACKAGE_VERSION);
+	/* idle upstream connections stay up between misses */
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, h);
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, progress);
@@ -256,10 +285,8 @@ static int follow_redirect(CURL *c, const struct fetch_opts *o, char *cur,
 		snprintf(err, errlen, "%s: too many redirects", cur);
 		return EIO;
 	}
-	if ((strncmp(next, "http://", 7) != 0 &&
-	     strncmp(next, "https://", 8) != 0) ||
-	    (o->trust_base &&
-	     !url_host_trusted(next, o->trust_base, o->trusted))) {
+	if (!o->trust_base ||
+	    !url_host_trusted(next, o->trust_base, o->trusted)) {
 		snprintf(err, errlen, "%s: refusing redirect to untrusted %.200s",
 			 cur, next);
 		return EPERM;
@@ -364,11 +391,67 @@ int fetch_page(const struct fetch_opts *o, const char *url,
 	return ret;
 }
 
+int fetch_head(const struct fetch_opts *o, const char *url, long long *size,
+	       char *err, size_t errlen)
+{
+	char errbuf[CURL_ERROR_SIZE];
+	char cur[2048];
+	curl_off_t cl;
+	struct head h;
+	int attempt = 0, hops = 0;
+	long status;
+	CURLcode rc;
+	CURL *c;
+
+	*size = -1;
+	snprintf(cur, sizeof(cur), "%s", url);
+	for (;;) {
+		c = easy();
+		if (!c) {
+			snprintf(err, errlen, "%s: curl_easy_init failed", url);
+			return ENOMEM;
+		}
+		h.page = NULL;
+		setup(c, o, cur, errbuf, &h);
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+		rc = curl_easy_perform(c);
+		status = 0;
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		if (rc != CURLE_OK) {
+			int ret = curl_errno(rc, &h, errbuf, url, err, errlen);
+
+			if (transient_curl(rc) && attempt < o->retries &&
+			    backoff(attempt++, -1) == 0)
+				continue;
+			return ret;
+		}
+		if (is_redirect(status)) {
+			int ret = follow_redirect(c, o, cur, sizeof(cur), &hops,
+						  err, errlen);
+
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (transient_status(status) && attempt < o->retries &&
+		    backoff(attempt++, h.retry_after) == 0)
+			continue;
+		if (status != 200) {
+			snprintf(err, errlen, "%s: upstream answered %ld", url,
+				 status);
+			return EPROTO;
+		}
+		if (curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
+				      &cl) == CURLE_OK && cl >= 0)
+			*size = cl;
+		return 0;
+	}
+}
+
 struct file_ctx {
 	int fd;
 	struct sha256 hash;
-	fetch_size_fn *on_size;
-	void *ctx;
+	const struct fetch_hooks *hooks;
 	CURL *c;
 	struct head *h;
 	long long written;  /* bytes in the file, over all attempts */
@@ -390,16 +473,16 @@ static int answer_fits(struct file_ctx *f)
 	if (status == 200 && f->written == 0) {
 		if (f->total < 0 && cl >= 0) {
 			f->total = cl;
-			if (f->on_size)
-				f->on_size(f->total, f->ctx);
+			if (f->hooks && f->hooks->size)
+				f->hooks->size(f->total, f->hooks->ctx);
 		}
 		return 1;
 	}
 	if (status == 206 && f->h->range_start == f->written) {
 		if (f->total < 0 && f->h->range_total >= 0) {
 			f->total = f->h->range_total;
-			if (f->on_size)
-				f->on_size(f->total, f->ctx);
+			if (f->hooks && f->hooks->size)
+				f->hooks->size(f->total, f->hooks->ctx);
 		}
 		return 1;
 	}
@@ -435,11 +518,13 @@ static size_t file_body(char *p, size_t size, size_t n, void *vctx)
 	}
 	sha256_update(&f->hash, p, len);
 	f->written += (long long)len;
+	if (f->hooks && f->hooks->progress)
+		f->hooks->progress(f->written, f->hooks->ctx);
 	return len;
 }
 
 int fetch_file(const struct fetch_opts *o, const char *url, int fd,
-	       fetch_size_fn *on_size, void *ctx, char sha256[65], char *err,
+	       const struct fetch_hooks *hooks, char sha256[65], char *err,
 	       size_t errlen)
 {
 	char errbuf[CURL_ERROR_SIZE];
@@ -453,8 +538,7 @@ int fetch_file(const struct fetch_opts *o, const char *url, int fd,
 	memset(&f, 0, sizeof(f));
 	sha256[0] = '\0';
 	f.fd = fd;
-	f.on_size = on_size;
-	f.ctx = ctx;
+	f.hooks = hooks;
 	f.total = -1;
 	f.h = &h;
 	h.page = NULL;
@@ -502,7 +586,10 @@ int fetch_file(const struct fetch_opts *o, const char *url, int fd,
 		}
 		if (f.refused || (rc == CURLE_OK && status != 200 &&
 				  status != 206)) {
-			ret = EPROTO;
+			/* a 5xx or 429 that outlasts the retries says the host
+			 * is unwell; any other answer is about this file */
+			ret = transient_status(status) && !f.refused ? EREMOTEIO :
+								       EPROTO;
 			snprintf(err, errlen, "%s: upstream answered %ld%s", url,
 				 status, f.refused && (status == 200 ||
 						       status == 206) ?

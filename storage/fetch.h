@@ -1,12 +1,14 @@
 /* fetch: HTTP requests to upstreams (libcurl), for pages and files.
  *
- * One easy handle per process, made on first use (after fork) and kept, so
- * connections to an upstream are reused across requests. Redirects are
- * followed by hand, and only to hosts the index trusts. Transient failures
- * (connection refused or reset, timeouts, 5xx, 429) are retried with
- * backoff; an interrupted file download resumes with a Range request, so
- * the bytes already written (and already streamed to clients) are the ones
- * the hash covers.
+ * One easy handle per process, made on first use (after fork) and kept for
+ * the life of the process: its connections to every upstream host stay
+ * open between requests (keep-alive), with TLS sessions reused and HTTP/2
+ * where the upstream offers it, so a miss costs no new connection once a
+ * worker has talked to that host. Redirects are followed by hand, and only
+ * to hosts the index trusts. Transient failures (connection refused or
+ * reset, timeouts, 5xx, 429) are retried with backoff; an interrupted file
+ * download resumes with a Range request, so the bytes already written (and
+ * already streamed to clients) are the ones the hash covers.
  */
 #ifndef LARDER_FETCH_H
 #define LARDER_FETCH_H
@@ -22,9 +24,26 @@ struct fetch_opts {
 	long retries;             /* extra tries after a transient failure */
 	size_t max_body;          /* pages: larger is E2BIG */
 	const char *trust_base;   /* redirects may go to this URL's host... */
-	const char *trusted;      /* ...or these space-separated hosts; with
-	                             trust_base NULL any http(s) host */
+	const char *trusted;      /* ...or these space-separated hosts
+	                             (url_host_trusted); with trust_base NULL,
+	                             nowhere: every redirect is refused */
 };
+
+/* The longest a healthy fetch with options o may go without writing a
+ * byte: every try's connect and first-byte timeouts, the idle timeout,
+ * and the backoff between tries. Whoever follows a fetch waits this long
+ * before calling it stalled. */
+long fetch_max_silence(const struct fetch_opts *o);
+
+/* Whether a fetch that failed with err says its host is unwell (cannot be
+ * resolved or reached, or connected but never answered), rather than
+ * something about the one thing fetched (an error status, a bad body:
+ * a CDN can fail one object and serve the rest). */
+int fetch_unwell(int err);
+
+/* In a child of fork(): forgets the parent's handle without touching its
+ * connections (they are the parent's), so the next fetch makes a new one. */
+void fetch_forget(void);
 
 struct fetch_page {
 	long status;            /* HTTP status */
@@ -49,18 +68,31 @@ int fetch_page(const struct fetch_opts *o, const char *url,
 	       const char *last_modified, struct fetch_page *r, char *err,
 	       size_t errlen);
 
-/* Called once the total size of a file download is known. */
-typedef void fetch_size_fn(long long size, void *ctx);
+/* What a file download tells its caller as it goes. */
+struct fetch_hooks {
+	/* once the total size is known (from the upstream's answer) */
+	void (*size)(long long size, void *ctx);
+	/* after each piece is written to the file: bytes in it so far */
+	void (*progress)(long long written, void *ctx);
+	void *ctx;
+};
 
 /* GETs url into fd (empty, at offset 0), hashing as it goes; the hex
- * digest goes to sha256. Returns 0 after a complete download, else an
- * errno with a reason in err: EPROTO for an HTTP error status, EIO for a
- * short or broken body, EPERM for an untrusted redirect, ETIMEDOUT,
- * ECONNREFUSED, ENOSPC or another write error (after which fd is
- * truncated to nothing, so that a full disk gets its space back even while
- * others hold the file open). */
+ * digest goes to sha256. hooks may be NULL. Returns 0 after a complete
+ * download, else an errno with a reason in err: EPROTO for an HTTP error
+ * status, EIO for a short or broken body, EPERM for an untrusted redirect,
+ * EREMOTEIO for a 5xx or 429 that outlasted the retries, ETIMEDOUT,
+ * ECONNREFUSED, EHOSTUNREACH, ENOSPC or another write error
+ * (after which fd is truncated to nothing, so that a full disk gets its
+ * space back even while others hold the file open). */
 int fetch_file(const struct fetch_opts *o, const char *url, int fd,
-	       fetch_size_fn *on_size, void *ctx, char sha256[65], char *err,
+	       const struct fetch_hooks *hooks, char sha256[65], char *err,
 	       size_t errlen);
+
+/* HEADs url (following trusted redirects, retrying transient failures)
+ * for the size of what a GET would send. Returns 0 with *size (-1 when
+ * upstream did not say), or an errno with a reason in err as fetch_file. */
+int fetch_head(const struct fetch_opts *o, const char *url, long long *size,
+	       char *err, size_t errlen);
 
 #endif

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -14,19 +15,37 @@
 #include "storage/blob.h"
 #include "storage/flight.h"
 
-int flight_locked(const char *tmp)
+int flight_key(char out[FLIGHT_KEY_MAX + 1], const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(out, FLIGHT_KEY_MAX + 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || n > FLIGHT_KEY_MAX) {
+		out[0] = '\0';
+		return ENAMETOOLONG;
+	}
+	return 0;
+}
+
+enum flight_lock flight_locked(const char *tmp)
 {
 	int fd = open(tmp, O_RDONLY | O_CLOEXEC);
-	int locked = 0;
+	enum flight_lock state = FLIGHT_FREE;
+	int err;
 
 	if (fd < 0)
-		return 0;
+		return FLIGHT_UNKNOWN; /* errno says why */
 	if (flock(fd, LOCK_SH | LOCK_NB) < 0)
-		locked = errno == EWOULDBLOCK;
+		state = errno == EWOULDBLOCK ? FLIGHT_HELD : FLIGHT_UNKNOWN;
 	/* a LOCK_SH we got is released by close(); flock locks belong to
 	 * this descriptor only, so the owner's lock is never touched */
+	err = errno;
 	close(fd);
-	return locked;
+	errno = err;
+	return state;
 }
 
 int flight_locked_fd(int fd)
@@ -46,6 +65,7 @@ int flight_pending(struct db *db, struct flight *f)
 	if (strcmp(row.tmp, f->tmp) != 0)
 		return 0;
 	f->size = row.size;
+	snprintf(f->sha256, sizeof(f->sha256), "%s", row.sha256);
 	return 1;
 }
 
@@ -58,10 +78,10 @@ int flight_reap(struct db *db, const char *key, const char *tmp)
 	if (err)
 		return err;
 	/* Re-check inside the transaction: the row must still name tmp and
-	 * tmp must still be unlocked, or someone got there first. */
+	 * tmp must still be tested unlocked, or someone got there first. */
 	if (db_flight_get(db, key, &row) == 0 && strcmp(row.tmp, tmp) == 0 &&
-	    !flight_locked(tmp)) {
-		log_warn(0, key, "taking over from dead fetcher %ld (%s)",
+	    flight_locked(tmp) == FLIGHT_FREE) {
+		log_warn(0, key, "taking over from dead owner %ld (%s)",
 			 row.pid, tmp);
 		err = db_flight_delete(db, key, tmp);
 		if (!err)
@@ -74,30 +94,57 @@ int flight_reap(struct db *db, const char *key, const char *tmp)
 	return db_commit(db);
 }
 
+/* Makes f follow the claim in row. */
+static void follow_row(struct flight *f, const struct db_flight *row)
+{
+	snprintf(f->tmp, sizeof(f->tmp), "%s", row->tmp);
+	f->size = row->size;
+	snprintf(f->sha256, sizeof(f->sha256), "%s", row->sha256);
+}
+
 int flight_claim(struct db *db, const char *data_dir, const char *key,
 		 long long expect_size, int *owner, struct flight *f)
 {
 	struct db_flight row;
-	int err;
+	int err, unknown = 0;
 
-	memset(f, 0, sizeof(*f));
+	memset(f, 0, sizeof(f[0]));
 	f->fd = -1;
 	f->size = expect_size;
-	snprintf(f->key, sizeof(f->key), "%s", key);
 	*owner = 0;
-	for (int tries = 0; tries < 5; tries++) {
+	if (strlen(key) > FLIGHT_KEY_MAX)
+		return ENAMETOOLONG;
+	strcpy(f->key, key);
+	for (int tries = 0; tries < 5;) {
 		err = db_flight_get(db, key, &row);
 		if (err == 0) {
-			if (flight_locked(row.tmp)) {
-				snprintf(f->tmp, sizeof(f->tmp), "%s",
-					 row.tmp);
-				f->size = row.size;
+			switch (flight_locked(row.tmp)) {
+			case FLIGHT_HELD:
+				follow_row(f, &row);
 				return 0;
+			case FLIGHT_UNKNOWN:
+				/* a verified file already renamed into the
+				 * store: the row is about to go; follow it
+				 * to the blob */
+				if (errno == ENOENT && row.sha256[0]) {
+					follow_row(f, &row);
+					return 0;
+				}
+				/* never taken for a dead owner: wait */
+				if (++unknown > 100) {
+					log_error(errno, key, "cannot tell the "
+						  "state of %s", row.tmp);
+					return EAGAIN;
+				}
+				usleep(2000);
+				continue;
+			case FLIGHT_FREE:
+				err = flight_reap(db, key, row.tmp);
+				if (err)
+					return err;
+				tries++;
+				continue;
 			}
-			err = flight_reap(db, key, row.tmp);
-			if (err)
-				return err;
-			continue;
 		}
 		if (err != ENOENT)
 			return err;
@@ -122,6 +169,7 @@ drop:
 		f->tmp[0] = '\0';
 		if (err != EEXIST)
 			return err;
+		tries++;
 	}
 	log_error(0, key, "could not claim or follow the fetch");
 	return EAGAIN;
@@ -132,19 +180,50 @@ int flight_done(struct db *db, struct flight *f)
 	return db_flight_delete(db, f->key, f->tmp);
 }
 
-int flight_update(struct db *db, struct flight *f, long pid, long long size)
+void flight_drop(struct db *db, struct flight *f)
 {
-	f->size = size;
-	return db_flight_set(db, f->key, f->tmp, pid, size);
+	flight_done(db, f);
+	unlink(f->tmp);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
 }
 
-static void sweep_claim(const char *key, const char *tmp, void *ctx)
+int flight_update(struct db *db, struct flight *f, long long size)
+{
+	f->size = size;
+	return db_flight_set(db, f->key, f->tmp, size);
+}
+
+int flight_verified(struct db *db, struct flight *f, const char *sha256)
+{
+	snprintf(f->sha256, sizeof(f->sha256), "%s", sha256);
+	return db_flight_set_sha(db, f->key, f->tmp, sha256);
+}
+
+static void sweep_claim(const char *key, const struct db_flight *row,
+			void *ctx)
 {
 	struct db *db = ((void **)ctx)[0];
 	int *removed = ((void **)ctx)[1];
 
-	if (!flight_locked(tmp) && flight_reap(db, key, tmp) == 0)
-		(*removed)++;
+	switch (flight_locked(row->tmp)) {
+	case FLIGHT_FREE:
+		if (flight_reap(db, key, row->tmp) == 0)
+			(*removed)++;
+		break;
+	case FLIGHT_UNKNOWN:
+		/* a temp file gone for a minute: its owner died between
+		 * publishing it and deleting the row */
+		if (errno == ENOENT && time(NULL) - row->started > 60 &&
+		    db_flight_delete(db, key, row->tmp) == 0) {
+			log_warn(0, key, "removing a claim whose file is gone");
+			(*removed)++;
+		}
+		break;
+	case FLIGHT_HELD:
+		break;
+	}
 }
 
 int flight_sweep(struct db *db, const char *data_dir)

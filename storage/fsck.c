@@ -22,9 +22,44 @@ struct ctx {
 	struct db *db;
 	const char *data_dir;
 	int repair;
+	long grace;
 	FILE *out;
 	struct fsck_report *r;
+	char (*names)[65];   /* the sound blobs seen, for references */
+	size_t nnames, cap;
 };
+
+/* Keeps the name of a sound blob for the reference check. */
+static void remember(struct ctx *c, const char *name)
+{
+	if (c->nnames == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 1024;
+		char (*grown)[65] = realloc(c->names, cap * sizeof(*grown));
+
+		if (!grown)
+			return;
+		c->names = grown;
+		c->cap = cap;
+	}
+	snprintf(c->names[c->nnames++], 65, "%s", name);
+}
+
+static void check_reference(const char *sha, void *vctx)
+{
+	struct ctx *c = vctx;
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (blob_path(c->data_dir, sha, path, sizeof(path)) ||
+	    stat(path, &st) < 0 || time(NULL) - st.st_mtime <= c->grace)
+		return;
+	c->r->unreferenced++;
+	fprintf(c->out, "unreferenced: %s\n", path);
+	if (c->repair && unlink(path) == 0) {
+		c->r->repaired++;
+		fprintf(c->out, "repaired: removed %s\n", path);
+	}
+}
 
 /* Hashes a file. Returns 0 or an errno. */
 static int hash_file(const char *path, char hex[65])
@@ -96,7 +131,9 @@ static void check_blob(struct ctx *c, const char *path, const char *a,
 		fprintf(c->out, "corrupt: %s hashes to %s\n", path, hex);
 		if (c->repair)
 			quarantine(c, path, name);
+		return;
 	}
+	remember(c, name);
 }
 
 /* Lists the entries of a directory other than . and ..; calls fn. */
@@ -166,11 +203,13 @@ static void check_page(const char *index, const char *project,
 	}
 }
 
-static void check_flight(const char *key, const char *tmp, void *vctx)
+static void check_flight(const char *key, const struct db_flight *row,
+			 void *vctx)
 {
 	struct ctx *c = vctx;
+	const char *tmp = row->tmp;
 
-	if (flight_locked(tmp))
+	if (flight_locked(tmp) != FLIGHT_FREE)
 		return;
 	c->r->dead_flights++;
 	fprintf(c->out, "dead claim: %s (%s)\n", key, tmp);
@@ -207,14 +246,16 @@ static void check_temp(struct ctx *c, const char *path, const char *name,
 	close(fd);
 }
 
-int fsck_run(struct db *db, const char *data_dir, int repair, FILE *out,
-	     struct fsck_report *r)
+int fsck_run(struct db *db, const char *data_dir, int repair, long grace,
+	     FILE *out, struct fsck_report *r)
 {
-	struct ctx c = {db, data_dir, repair, out, r};
+	struct ctx c = {.db = db, .data_dir = data_dir, .repair = repair,
+			.grace = grace, .out = out, .r = r};
 	char dir[PATH_MAX], msg[512];
 	int err;
 
 	memset(r, 0, sizeof(*r));
+	fprintf(out, "checking %s\n", data_dir);
 	if (db_check(db, msg, sizeof(msg))) {
 		r->db_bad = 1;
 		fprintf(out, "database: %s\n", msg);
@@ -223,19 +264,24 @@ int fsck_run(struct db *db, const char *data_dir, int repair, FILE *out,
 	each_entry(dir, level1, &c, NULL);
 	err = db_page_each(db, check_page, &c);
 	if (!err)
+		err = db_unreferenced(db, c.names, c.nnames, check_reference,
+				      &c);
+	free(c.names);
+	if (!err)
 		err = db_flight_each(db, check_flight, &c);
 	snprintf(dir, sizeof(dir), "%s/tmp", data_dir);
 	each_entry(dir, check_temp, &c, NULL);
-	fprintf(out, "%ld blobs, %ld bad; %ld pages, %ld dangling; %ld dead "
-		"claims; %ld stray temp files; database %s; %ld repaired\n",
-		r->blobs, r->bad_blobs, r->pages, r->dangling_pages,
-		r->dead_flights, r->stray_temps, r->db_bad ? "BAD" : "ok",
-		r->repaired);
+	fprintf(out, "%ld blobs, %ld bad, %ld unreferenced; %ld pages, %ld "
+		"dangling; %ld dead claims; %ld stray temp files; database %s; "
+		"%ld repaired\n",
+		r->blobs, r->bad_blobs, r->unreferenced, r->pages,
+		r->dangling_pages, r->dead_flights, r->stray_temps,
+		r->db_bad ? "BAD" : "ok", r->repaired);
 	return err;
 }
 
 int fsck_clean(const struct fsck_report *r)
 {
-	return !r->bad_blobs && !r->dangling_pages && !r->dead_flights &&
-	       !r->stray_temps && !r->db_bad;
+	return !r->bad_blobs && !r->dangling_pages && !r->unreferenced &&
+	       !r->dead_flights && !r->stray_temps && !r->db_bad;
 }

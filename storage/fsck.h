@@ -1,11 +1,14 @@
 /* fsck: checks the store against itself and the database.
  *
  * Every blob must hash to its name and sit at blobs/sha256/ab/cd/<hex>;
- * every page row must point at renderings that exist; every flight claim
- * must be held by a live fetcher; no temp file may be left unlocked; the
- * SQLite database must pass quick_check. With repair, bad blobs are moved
- * to DATA/quarantine/, dangling page rows are dropped (the page is fetched
- * again), dead claims and orphaned temp files are removed.
+ * every page row must point at renderings that exist; every blob must be
+ * named by something (a page rendering, a listed file or its metadata, or
+ * a rendering a refresh replaced, which the collector deletes after
+ * gc_grace); every flight claim must be held by a live owner; no temp file
+ * may be left unlocked; the SQLite database must pass quick_check. With
+ * repair, bad blobs are moved to DATA/quarantine/, dangling page rows are
+ * dropped (the page is fetched again), unreferenced blobs are deleted,
+ * dead claims and orphaned temp files are removed.
  */
 #ifndef LARDER_FSCK_H
 #define LARDER_FSCK_H
@@ -19,6 +22,7 @@ struct fsck_report {
 	long bad_blobs;      /* hash differs from name, or misplaced */
 	long pages;
 	long dangling_pages; /* rendering missing from the store */
+	long unreferenced;   /* blobs nothing names */
 	long dead_flights;   /* claims nobody holds */
 	long stray_temps;    /* unlocked temp files */
 	long repaired;
@@ -26,10 +30,12 @@ struct fsck_report {
 };
 
 /* Checks data_dir (and repairs when repair is set), writing one line per
- * finding to out. Returns 0 when the check ran (r says what it found), or
+ * finding to out. A blob nothing names counts only when it is older than
+ * grace seconds (a page being stored names its renderings a moment after
+ * writing them). Returns 0 when the check ran (r says what it found), or
  * an errno when it could not. */
-int fsck_run(struct db *db, const char *data_dir, int repair, FILE *out,
-	     struct fsck_report *r);
+int fsck_run(struct db *db, const char *data_dir, int repair, long grace,
+	     FILE *out, struct fsck_report *r);
 
 /* Returns 1 when r found nothing wrong. */
 int fsck_clean(const struct fsck_report *r);

@@ -259,11 +259,13 @@ class Larder(Party):
     def start(self):
         d = self._new_dir()
         if self.name == "larder-nginx":
-            self.fe = LarderNginx(d, self.upstream.index_port, self.args)
+            self.fe = LarderNginx(d, self.upstream.index_port, self.args,
+                                  self.upstream.files_port)
         else:
             self.fe = frontends.make_frontend(
                 LARDER_KINDS[self.name], d, self.upstream.index_port, cache_ttl=3600,
-                workers=self.args.larder_workers, binary=self.args.larder)
+                workers=self.args.larder_workers, binary=self.args.larder,
+                files_port=self.upstream.files_port)
         try:
             self.fe.start(timeout=30)
         except RuntimeError as e:
@@ -312,7 +314,7 @@ class LarderNginx:
 
     kind = "nginx"
 
-    def __init__(self, workdir, upstream_port, args):
+    def __init__(self, workdir, upstream_port, args, files_port):
         self.dir = workdir
         self.port = stack.free_port()
         self.data_dir = os.path.join(workdir, "data")
@@ -322,7 +324,8 @@ class LarderNginx:
         self.conf = os.path.join(workdir, "larder.conf")
         os.makedirs(self.data_dir)
         with open(self.conf, "w") as f:
-            f.write(stack.larder_conf(self.data_dir, upstream_port, cache_ttl=3600))
+            f.write(stack.larder_conf(self.data_dir, upstream_port, cache_ttl=3600,
+                                      files_port=files_port))
         self.larder = self.nginx = None
 
     @property

@@ -1,8 +1,8 @@
 """Helpers for the single-flight and crash tests (test_flight.py), standard
 library only: concurrent streaming readers that time their first body byte,
 a look at the flights table and DATA/tmp, and the processes of a larder run
-found through /proc (workers, detached `larder _fetch` fetchers, and which
-process has a temp file open).
+found through /proc (workers, the owners of fetches, and which process has
+a temp file open).
 """
 
 import errno
@@ -273,21 +273,36 @@ def alive(pid):
 
 
 def fetcher_pids(data_dir, key=None):
-    """Live `larder _fetch` processes working for data_dir (their temp file
-    argument lies in DATA/tmp), optionally for one flight key."""
+    """Live processes that own a fetch for data_dir: the ones holding a
+    DATA/tmp/*.part open read-write (the owner's claim; whoever follows a
+    fetch, the owner included, reads it read-only). Optionally only the
+    owner of flight key. A `larder serve` or web-server-spawned worker owns
+    the fetches it started; under CGI, a detached child of the CGI
+    process does."""
     tmpdir = os.path.join(os.path.abspath(data_dir), "tmp") + "/"
+    wanted = None
+    if key is not None:
+        wanted = {tmp for k, tmp, _ in flights(data_dir) if k == key}
     out = []
     for pid in _pids():
-        argv = _cmdline(pid)
-        # larder _fetch KEY INDEX URL EXPECT TMP SIZE
-        if not argv or len(argv) < 8 or argv[1] != "_fetch":
+        try:
+            fds = os.listdir("/proc/%d/fd" % pid)
+        except OSError:
             continue
-        if not argv[6].startswith(tmpdir):
-            continue
-        if key is not None and argv[2] != key:
-            continue
-        if alive(pid):
-            out.append(pid)
+        for fd in fds:
+            try:
+                target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+                if not target.startswith(tmpdir) or not target.endswith(".part"):
+                    continue
+                if wanted is not None and target not in wanted:
+                    continue
+                with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                    flags = next(int(l.split()[1], 8) for l in f if l.startswith("flags:"))
+            except (OSError, StopIteration, ValueError):
+                continue
+            if flags & os.O_ACCMODE == os.O_RDWR and alive(pid):
+                out.append(pid)
+                break
     return sorted(out)
 
 

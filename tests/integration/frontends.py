@@ -44,6 +44,7 @@ import tempfile
 import time
 
 import stack as stackmod
+from flighthelp import fetcher_pids  # noqa: F401 (frontends.fetcher_pids)
 
 REPO = stackmod.REPO
 CONF_DIR = os.path.join(REPO, "conf")
@@ -221,32 +222,10 @@ def _read(path):
         return ""
 
 
-def _pid_cmdline(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return f.read().split(b"\0")
-    except OSError:
-        return []
-
-
-def fetcher_pids(data_dir):
-    """Pids of `larder _fetch` processes working on a temp file under
-    data_dir (one of their arguments)."""
-    prefix = os.path.realpath(data_dir).encode() + b"/"
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        argv = _pid_cmdline(int(name))
-        if (len(argv) > 2 and argv[1] == b"_fetch" and
-                any(a.startswith(prefix) for a in argv[2:])):
-            out.append(int(name))
-    return out
-
-
 def reap_fetchers(data_dir, grace=5.0):
-    """Waits up to grace seconds for the detached fetchers of data_dir to
-    finish, then SIGKILLs those left, by pid. Returns how many were killed."""
+    """Waits up to grace seconds for the owners of fetches of data_dir (the
+    detached children of CGI processes, say) to finish, then SIGKILLs those
+    left, by pid. Returns how many were killed."""
     deadline = time.monotonic() + grace
     while fetcher_pids(data_dir) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -272,12 +251,13 @@ class Frontend:
     kind = None
 
     def __init__(self, workdir, upstream_port, data_dir=None, cache_ttl=300,
-                 workers=4, binary=None, larder_extra=None, port=None):
+                 workers=4, binary=None, larder_extra=None, port=None, files_port=None):
         self.dir = os.path.realpath(workdir)
         os.makedirs(self.dir, exist_ok=True)
         self.ids = worker_ids()
         self.port = port or stackmod.free_port()
         self.upstream_port = upstream_port
+        self.files_port = files_port
         self.data_dir = os.path.realpath(data_dir or os.path.join(self.dir, "data"))
         self.larder_conf = os.path.join(self.dir, "larder.conf")
         self.cache_ttl = cache_ttl
@@ -300,7 +280,8 @@ class Frontend:
 
     def write_larder_conf(self, path=None):
         text = stackmod.larder_conf(self.data_dir, self.upstream_port,
-                                    cache_ttl=self.cache_ttl, extra=self.larder_extra)
+                                    cache_ttl=self.cache_ttl, extra=self.larder_extra,
+                                    files_port=self.files_port)
         with open(path or self.larder_conf, "w") as f:
             f.write(_set_sendfile(text, SENDFILE[self.kind]))
         os.chmod(path or self.larder_conf, 0o644)
@@ -622,12 +603,12 @@ class ApacheFrontend(Frontend):
 
 
 def make_frontend(kind, workdir, upstream_port, data_dir=None, cache_ttl=300, workers=4,
-                  binary=None, larder_extra=None, port=None):
+                  binary=None, larder_extra=None, port=None, files_port=None):
     """A front end of kind (see KINDS) in workdir, with larder's data in
     data_dir (default workdir/data) and its upstream the stand-in on
-    upstream_port. Not started: call .start()."""
+    upstream_port, its files on files_port. Not started: call .start()."""
     kw = dict(data_dir=data_dir, cache_ttl=cache_ttl, workers=workers, binary=binary,
-              larder_extra=larder_extra, port=port)
+              larder_extra=larder_extra, port=port, files_port=files_port)
     if kind == "nginx":
         return NginxFrontend(workdir, upstream_port, **kw)
     if kind in ("lighttpd-fcgi", "lighttpd-cgi"):

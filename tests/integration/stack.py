@@ -171,7 +171,11 @@ def http(url, method="GET", headers=None, body=None, timeout=30):
         path += "?" + u.query
     try:
         conn.request(method, path, body=body, headers=headers or {})
-        r = conn.getresponse()
+        try:
+            r = conn.getresponse()
+        except (ConnectionError, httpclient.RemoteDisconnected) as e:
+            # the server gave up on the request before its status line
+            return Response(0, "no response", None, b"", False, repr(e))
         complete, error = True, None
         chunks = []
         try:
@@ -351,7 +355,7 @@ sendfile_prefix = /_larder/
 [index "pypi"]
 type = cache
 upstream = http://127.0.0.1:{upstream_port}/simple/
-trusted_hosts = localhost
+trusted_hosts = {trusted}
 
 [index "root/pypi"]
 type = virtual
@@ -360,13 +364,16 @@ layers = pypi
 
 
 def larder_conf(data_dir, upstream_port, cache_ttl=300, max_stale=86400, extra=None,
-                extra_text=""):
+                extra_text="", files_port=None):
     """The larder.conf the tests run with; extra adds or replaces [larder]
-    keys, extra_text is appended as is (more sections)."""
+    keys, extra_text is appended as is (more sections). files_port is the
+    port of the stand-in's files host (localhost), which the index trusts
+    (a trusted host name without a port means the scheme's default)."""
     keys = {"cache_ttl": cache_ttl, "max_stale": max_stale}
     keys.update(extra or {})
     return LARDER_CONF.format(
         data_dir=data_dir, upstream_port=upstream_port,
+        trusted="localhost:%d" % files_port if files_port else "localhost",
         larder_keys="".join("%s = %s\n" % kv for kv in keys.items()),
         extra_text=extra_text)
 
@@ -395,7 +402,7 @@ class Larder:
     workdir."""
 
     def __init__(self, workdir, upstream_port, cache_ttl=300, workers=2, extra=None,
-                 extra_text="", port=None, binary=None, max_stale=86400):
+                 extra_text="", port=None, binary=None, max_stale=86400, files_port=None):
         self.dir = workdir
         self.data_dir = os.path.join(workdir, "data")
         self.conf = os.path.join(workdir, "larder.conf")
@@ -407,7 +414,7 @@ class Larder:
         os.makedirs(self.data_dir, exist_ok=True)
         with open(self.conf, "w") as f:
             f.write(larder_conf(self.data_dir, upstream_port, cache_ttl, max_stale,
-                                extra, extra_text))
+                                extra, extra_text, files_port))
 
     def start(self, timeout=15):
         cmd = [self.binary, "serve", "-c", self.conf,
@@ -572,6 +579,7 @@ class Stack:
         try:
             self.standin.start()
             self.larder = Larder(os.path.join(self.dir, "larder"), self.standin.port,
+                                 files_port=self.standin.files_port,
                                  cache_ttl=self.cache_ttl, workers=self.workers,
                                  extra=self.larder_extra, extra_text=self.larder_extra_text,
                                  max_stale=self.max_stale)

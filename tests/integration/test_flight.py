@@ -1,5 +1,11 @@
 """Single-flight and crashes: many readers of one miss, page bursts, and
-fetchers, workers and the whole server killed mid-download.
+the owner of a fetch, a follower's worker and the whole server killed
+mid-download.
+
+The worker that takes a miss owns its fetch: it downloads in its own
+process and streams to its client; every other reader's worker follows the
+owner's temp file. Killing the owner ends its client's transfer and leaves a
+claim that the next reader takes over.
 
 Every test runs its own stack (stand-in upstream, `larder serve`, nginx; see
 conftest.py) over a wheel set that adds one large, incompressible wheel
@@ -68,8 +74,8 @@ def fdists(wheel_dir):
 
 @pytest.fixture(autouse=True)
 def _no_stray_fetchers(stack):
-    """A fetcher is detached from the server and outlives its stack: after
-    each test, kill the ones still working for this test's data dir."""
+    """After each test, kill whatever still owns a fetch for this test's
+    data dir (nothing should: owners are workers of the stack)."""
     yield
     fh.kill_fetchers(stack.data_dir)
 
@@ -130,6 +136,19 @@ def assert_broken(r, d):
 def assert_correct(r, d):
     assert r.status == 200 and r.complete, r
     assert r.nbytes == d.size and r.sha256 == d.sha256, r
+
+
+def owner_and_followers(st, d, n):
+    """Once n workers read d's temp file: the pid of the one that owns the
+    fetch, and the others'."""
+    key = "blob:" + d.sha256
+    tailing = fh.wait_for(lambda: fh.tailing_workers(st.larder.proc.pid, st.data_dir)
+                          if len(fh.tailing_workers(st.larder.proc.pid, st.data_dir)) == n
+                          else None, 10)
+    assert tailing, fh.tailing_workers(st.larder.proc.pid, st.data_dir)
+    owners = fh.fetcher_pids(st.data_dir, key)
+    assert len(owners) == 1 and owners[0] in tailing, (owners, tailing)
+    return owners[0], [p for p in tailing if p != owners[0]]
 
 
 def get_file(url, timeout=30):
@@ -264,26 +283,27 @@ def test_fetcher_killed_mid_download(stack, fdists):
 
 @pytest.mark.stack(workers=2)
 def test_fetcher_killed_after_bad_bytes(stack, fdists):
-    """The dead fetcher's upstream had sent wrong bytes, which the tailer
-    passed on (they are only checked at the end). The fetch that takes over
-    gets good bytes and commits them; the tailer must not append their rest
-    to the bad start it already sent, so its client sees a broken transfer,
-    not a complete 200 of wrong bytes."""
+    """The dead owner's upstream had sent wrong bytes, which the follower
+    passed on (they are only checked at the end). The fetch the follower
+    takes over gets good bytes and commits them; it must not append their
+    rest to the bad start it already sent, so its client sees a broken
+    transfer, not a complete 200 of wrong bytes."""
     d = fdists[BIG]
     url = file_url(stack, BIG_PROJECT, BIG, d.sha256)
     throttle(stack, d)
     # The stand-in flips 16 bytes at size // 2.
     stack.standin.control(corrupt=[BIG])
-    (reader,) = fh.start_readers([url], timeout=60, mark=d.size // 2 + (1 << 20))
-    assert reader.progress.wait(15), reader
-    pids = fh.fetcher_pids(stack.data_dir, "blob:" + d.sha256)
-    assert len(pids) == 1, "fetchers: %r" % pids
+    readers = fh.start_readers([url] * 2, timeout=60, mark=d.size // 2 + (1 << 20))
+    for r in readers:
+        assert r.progress.wait(15), readers
+    owner, followers = owner_and_followers(stack, d, 2)
     stack.standin.control(corrupt=[], rate=None)
-    fh.kill(pids[0])
+    fh.kill(owner)
 
-    fh.join_all([reader], 30)
-    assert_broken(reader, d)
-    assert reader.t_end < TRANSFER + 5, reader
+    fh.join_all(readers, 30)
+    for r in readers:
+        assert_broken(r, d)
+        assert r.t_end < TRANSFER + 5, r
 
     r = get_file(url, timeout=15)
     assert_correct(r, d)
@@ -296,14 +316,14 @@ def test_fetcher_killed_after_bad_bytes(stack, fdists):
     ids=["follows-running-restart", "takes-committed-blob", "bad-bytes-sent"])
 @pytest.mark.stack(workers=3)
 def test_late_tailer_after_a_restart(stack, fdists, bad_bytes, restart):
-    """Two tailers; the fetcher dies while one of them is stopped (SIGSTOP),
-    so the other restarts the fetch first. When the late one wakes, the row
-    names another temp file (restart="running": it follows that fetch), or
-    the blob is already committed ("finished": it sends the rest from the
-    blob). Either way it may only complete when the new bytes start with
-    the ones it already sent: with bad_bytes, the dead fetcher had passed on
-    wrong bytes (the stand-in flips 16 bytes at size // 2), and both
-    clients must see a broken transfer."""
+    """The owner and two followers; the owner dies while one follower is
+    stopped (SIGSTOP), so the other restarts the fetch first. When the late
+    one wakes, the row names another temp file (restart="running": it
+    follows that fetch), or the blob is already committed ("finished": it
+    sends the rest from the blob). Either way it may only complete when the
+    new bytes start with the ones it already sent: with bad_bytes, the dead
+    owner had passed on wrong bytes (the stand-in flips 16 bytes at
+    size // 2), and every client must see a broken transfer."""
     d = fdists[BIG]
     key = "blob:" + d.sha256
     url = file_url(stack, BIG_PROJECT, BIG, d.sha256)
@@ -311,14 +331,12 @@ def test_late_tailer_after_a_restart(stack, fdists, bad_bytes, restart):
     if bad_bytes:
         stack.standin.control(corrupt=[BIG])
     mark = d.size // 2 + (1 << 20) if bad_bytes else d.size // 5
-    readers = fh.start_readers([url] * 2, timeout=60, mark=mark)
+    readers = fh.start_readers([url] * 3, timeout=60, mark=mark)
     for r in readers:
         assert r.progress.wait(15), readers
-    workers = fh.tailing_workers(stack.larder.proc.pid, stack.data_dir)
-    assert len(workers) == 2, workers
-    (fetcher,) = fh.fetcher_pids(stack.data_dir, key)
+    fetcher, followers = owner_and_followers(stack, d, 3)
     (old_row,) = fh.flights(stack.data_dir)
-    late = workers[1]
+    late = followers[1]
     os.kill(late, signal.SIGSTOP)
     try:
         stack.standin.control(corrupt=[])
@@ -337,11 +355,15 @@ def test_late_tailer_after_a_restart(stack, fdists, bad_bytes, restart):
     finally:
         os.kill(late, signal.SIGCONT)
     fh.join_all(readers, 30)
+    # The owner's client went with the owner; the followers' clients are
+    # finished by the fetch that took over, unless it brought other bytes.
+    broken = [r for r in readers if not (r.status == 200 and r.complete)]
     for r in readers:
-        if bad_bytes:
+        if r in broken:
             assert_broken(r, d)
         else:
             assert_correct(r, d)
+    assert len(broken) == (3 if bad_bytes else 1), readers
     assert_clean_store(stack, expect_blob=d.sha256)
     assert upstream_gets(stack, BIG) == 2, stack.standin.counters()
     r = get_file(url)
@@ -352,35 +374,35 @@ def test_late_tailer_after_a_restart(stack, fdists, bad_bytes, restart):
 
 @pytest.mark.stack(workers=2)
 def test_worker_killed_mid_response(stack, fdists):
+    """A follower's worker killed: its client learns at once, the owner goes
+    on and finishes its own client, and nothing is fetched twice."""
     d = fdists[BIG]
     url = file_url(stack, BIG_PROJECT, BIG, d.sha256)
     throttle(stack, d)
     sup = stack.larder.proc.pid
-    (reader,) = fh.start_readers([url], timeout=60, mark=d.size // 10)
-    assert reader.progress.wait(15), reader
-    workers = fh.tailing_workers(sup, stack.data_dir)
-    assert len(workers) == 1, "workers with a temp file open: %r" % workers
-    fetchers = fh.fetcher_pids(stack.data_dir, "blob:" + d.sha256)
-    assert len(fetchers) == 1, fetchers
+    readers = fh.start_readers([url] * 2, timeout=60, mark=d.size // 10)
+    for r in readers:
+        assert r.progress.wait(15), readers
+    owner, (follower,) = owner_and_followers(stack, d, 2)
     killed_at = time.monotonic()
-    fh.kill(workers[0])
+    fh.kill(follower)
 
-    fh.join_all([reader], 30)
-    assert_broken(reader, d)
-    assert reader.t0 + reader.t_end - killed_at < 5, \
+    fh.join_all(readers, 30)
+    broken = [r for r in readers if not (r.status == 200 and r.complete)]
+    assert len(broken) == 1, readers
+    assert_broken(broken[0], d)
+    assert broken[0].t0 + broken[0].t_end - killed_at < 5, \
         "the client learnt of the dead worker after %.1f s" % (
-            reader.t0 + reader.t_end - killed_at)
-
-    # The fetcher goes on; a request now follows it (nothing left blocks it).
-    assert fh.alive(fetchers[0]), "the fetcher died with the worker"
-    r = get_file(url, timeout=30)
-    assert_correct(r, d)
+            broken[0].t0 + broken[0].t_end - killed_at)
+    (done,) = [r for r in readers if r is not broken[0]]
+    assert_correct(done, d)
     assert fh.wait_for(lambda: os.path.exists(fh.blob_file(stack.data_dir, d.sha256)), 10)
     assert upstream_gets(stack, BIG) == 1, stack.standin.counters()
     assert_clean_store(stack, expect_blob=d.sha256)
 
     # The supervisor replaced the worker, and the next request is a hit.
-    assert fh.wait_for(lambda: len(fh.children(sup)) == 2, 10), fh.children(sup)
+    assert fh.wait_for(lambda: len(fh.children(sup)) >= 2 and follower not in
+                       fh.children(sup), 10), fh.children(sup)
     r = stackmod.http(url)
     assert r.status == 200 and r.complete, r
     assert hashlib.sha256(r.body).hexdigest() == d.sha256
@@ -448,9 +470,12 @@ def test_hash_mismatch_during_burst(stack, fdists):
 
 # ---------------------------------------------------------------- 6. server killed
 
-@pytest.mark.parametrize("kill_fetcher", [False, True], ids=["fetcher-survives", "fetcher-too"])
+@pytest.mark.parametrize("how", ["group", "supervisor"])
 @pytest.mark.stack(workers=2)
-def test_server_killed_and_restarted(stack, fdists, kill_fetcher):
+def test_server_killed_and_restarted(stack, fdists, how):
+    """The whole server killed (its process group, or the supervisor alone:
+    the workers go with it) mid-download: the owner's fetch dies with it,
+    and the restarted server's first worker sweeps what it left."""
     d = fdists[BIG]
     key = "blob:" + d.sha256
     url = file_url(stack, BIG_PROJECT, BIG, d.sha256)
@@ -460,31 +485,28 @@ def test_server_killed_and_restarted(stack, fdists, kill_fetcher):
     fetchers = fh.fetcher_pids(stack.data_dir, key)
     assert len(fetchers) == 1, fetchers
 
-    # The supervisor leads its process group, the workers are in it; the
-    # fetcher has a session of its own.
     lar = stack.larder
-    os.killpg(lar.proc.pid, signal.SIGKILL)
-    lar.proc.wait(10)
-    if kill_fetcher:
-        stack.standin.control(rate=None)
-        fh.kill(fetchers[0])
-        assert fh.wait_for(lambda: not fh.alive(fetchers[0]), 5)
-        # What the crash left: a row whose temp file nobody locks.
-        rows = fh.flights(stack.data_dir)
-        assert [r[0] for r in rows] == [key], rows
-        assert fh.is_locked(rows[0][1]) is False, rows
+    if how == "group":
+        os.killpg(lar.proc.pid, signal.SIGKILL)
     else:
-        assert fh.alive(fetchers[0])
+        os.kill(lar.proc.pid, signal.SIGKILL)
+    lar.proc.wait(10)
+    assert fh.wait_for(lambda: not fh.alive(fetchers[0]), 5), \
+        "the owning worker outlived its supervisor"
+    stack.standin.control(rate=None)
+    # What the crash left: a row whose temp file nobody locks.
+    rows = fh.flights(stack.data_dir)
+    assert [r[0] for r in rows] == [key], rows
+    assert fh.is_locked(rows[0][1]) is False, rows
 
     fh.join_all([reader], 30)
     assert_broken(reader, d)
 
     lar.start()
-    if kill_fetcher:
-        # The first worker up sweeps: the dead fetcher's row and temp file go
-        # before anyone asks for the file.
-        rows, parts = fh.wait_settled(stack.data_dir, 5)
-        assert rows == [] and parts == {}, (rows, parts)
+    # The first worker up sweeps: the dead owner's row and temp file go
+    # before anyone asks for the file.
+    rows, parts = fh.wait_settled(stack.data_dir, 5)
+    assert rows == [] and parts == {}, (rows, parts)
 
     t = time.monotonic()
     r = get_file(url, timeout=30)
@@ -492,7 +514,7 @@ def test_server_killed_and_restarted(stack, fdists, kill_fetcher):
     assert_correct(r, d)
     assert took < TRANSFER + 5, took
     assert_clean_store(stack, expect_blob=d.sha256)
-    assert upstream_gets(stack, BIG) == (2 if kill_fetcher else 1), stack.standin.counters()
+    assert upstream_gets(stack, BIG) == 2, stack.standin.counters()
 
 
 # ---------------------------------------------------------------- contention

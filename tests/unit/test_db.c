@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "storage/db.h"
@@ -74,8 +75,63 @@ T(open_race_on_fresh_store)
 	}
 }
 
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Opening a database whose schema is current takes no lock: a worker or
+ * a CGI request starts at once while another process holds the write lock
+ * (a page being stored, a migration, a batch of writes). */
+T(open_does_not_wait_for_a_writer)
+{
+	char dir[] = "/tmp/larder-test-db-XXXXXX";
+	struct db *db = NULL, *other = NULL;
+	int pipefd[2];
+	double t0, took;
+	pid_t kid;
+	char ok;
+
+	if (!mkdtemp(dir) || pipe(pipefd) != 0) {
+		CHECK(!"mkdtemp or pipe failed");
+		return;
+	}
+	CHECK_INT(db_open(dir, &db), 0); /* creates the schema */
+	db_close(db);
+	kid = fork();
+	if (kid == 0) {
+		/* a writer that holds the lock for two seconds */
+		close(pipefd[0]);
+		if (db_open(dir, &other) || db_begin(other))
+			_exit(1);
+		if (write(pipefd[1], "x", 1) != 1)
+			_exit(1);
+		sleep(2);
+		db_commit(other);
+		db_close(other);
+		_exit(0);
+	}
+	close(pipefd[1]);
+	CHECK(read(pipefd[0], &ok, 1) == 1);
+	t0 = now();
+	CHECK_INT(db_open(dir, &db), 0);
+	took = now() - t0;
+	db_close(db);
+	if (took > 0.5) {
+		fprintf(stderr, "  db_open waited %.2f s for the writer\n", took);
+		t_failed++;
+	}
+	waitpid(kid, NULL, 0);
+	close(pipefd[0]);
+	remove_db(dir);
+}
+
 int main(void)
 {
 	RUN(open_race_on_fresh_store);
+	RUN(open_does_not_wait_for_a_writer);
 	return t_done();
 }

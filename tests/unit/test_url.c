@@ -184,16 +184,67 @@ T(trusted)
 	CHECK_INT(url_host_trusted("https://files.pythonhosted.org/p", base,
 				   tr),
 		  1);
-	CHECK_INT(url_host_trusted("http://mirror.example/p", base, tr), 1);
+	CHECK_INT(url_host_trusted("https://mirror.example:8080/p", base, tr),
+		  1);
 	CHECK_INT(url_host_trusted("http://files.pythonhosted.org.evil/p",
 				   base, tr),
 		  0);
-	CHECK_INT(url_host_trusted("http://pythonhosted.org/p", base, tr), 0);
-	CHECK_INT(url_host_trusted("http://files.pythonhosted.org@evil/p",
+	CHECK_INT(url_host_trusted("https://pythonhosted.org/p", base, tr), 0);
+	CHECK_INT(url_host_trusted("https://files.pythonhosted.org@evil/p",
 				   base, tr),
 		  0);
 	CHECK_INT(url_host_trusted("javascript:alert(1)", base, tr), 0);
 	CHECK_INT(url_host_trusted("https://x/", base, ""), 0);
+}
+
+/* The scheme and the port count, not just the host name. */
+T(trusted_scheme_and_port)
+{
+	const char *base = "https://pypi.org/simple/x/";
+	const char *plain = "http://127.0.0.1:8081/simple/";
+	const char *tr = "files.pythonhosted.org Mirror.Example:8080";
+
+	/* an https upstream's files stay on https */
+	CHECK_INT(url_host_trusted("http://pypi.org/p", base, tr), 0);
+	CHECK_INT(url_host_trusted("http://files.pythonhosted.org/p", base, tr),
+		  0);
+	CHECK_INT(url_host_trusted("http://mirror.example:8080/p", base, tr),
+		  0);
+	/* the upstream's own host, on another port */
+	CHECK_INT(url_host_trusted("https://pypi.org:8443/p", base, tr), 0);
+	/* a trusted name without a port means the default one */
+	CHECK_INT(url_host_trusted("https://files.pythonhosted.org:8443/p",
+				   base, tr),
+		  0);
+	/* and a name with a port means that port only */
+	CHECK_INT(url_host_trusted("https://mirror.example/p", base, tr), 0);
+	CHECK_INT(url_host_trusted("https://mirror.example:80/p", base, tr), 0);
+	/* an http upstream may link http or https files */
+	CHECK_INT(url_host_trusted("http://127.0.0.1:8081/f", plain, NULL), 1);
+	CHECK_INT(url_host_trusted("http://127.0.0.1:8082/f", plain, NULL), 0);
+	CHECK_INT(url_host_trusted("http://localhost:8082/f", plain,
+				   "localhost:8082"),
+		  1);
+	CHECK_INT(url_host_trusted("http://localhost:8082/f", plain,
+				   "localhost"),
+		  0);
+	CHECK_INT(url_host_trusted("https://files.pythonhosted.org/f", plain,
+				   tr),
+		  1);
+}
+
+T(origin)
+{
+	char o[64];
+
+	CHECK_INT(url_origin("HTTPS://User:Pw@Files.Example.ORG/x?y", o,
+			     sizeof(o)), 0);
+	CHECK_STR(o, "https://files.example.org:443");
+	CHECK_INT(url_origin("http://127.0.0.1:8081/simple/", o, sizeof(o)), 0);
+	CHECK_STR(o, "http://127.0.0.1:8081");
+	CHECK_INT(url_origin("ftp://h/", o, sizeof(o)), EINVAL);
+	CHECK_INT(url_origin("http://averyveryverylonghost.example/", o, 16),
+		  ENAMETOOLONG);
 }
 
 int main(void)
@@ -206,5 +257,7 @@ int main(void)
 	RUN(limit);
 	RUN(host);
 	RUN(trusted);
+	RUN(trusted_scheme_and_port);
+	RUN(origin);
 	return t_done();
 }

@@ -1,0 +1,74 @@
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "common/route.h"
+#include "fcgi/dispatch.h"
+#include "fcgi/pypi.h"
+
+static void redirect(struct worker *w, struct req *r, const char *location)
+{
+	struct buf url;
+	const char *body = "moved\n";
+
+	/* what fits in the web server's header buffer (nginx's
+	 * fastcgi_buffer_size is 4 KiB): past that, a clear 414 */
+	buf_init(&url, 3072);
+	if (req_url(r, w->conf->trust_forwarded, location, &url) ||
+	    (*r->query && buf_addf(&url, "?%s", r->query))) {
+		buf_free(&url);
+		req_error(r, 414, "URL too long");
+		return;
+	}
+	req_header(r, "Location", "%s", buf_str(&url));
+	buf_free(&url);
+	req_reply(r, 301, "text/plain; charset=utf-8", body, strlen(body));
+}
+
+static void route(struct worker *w, struct req *r)
+{
+	static const char health[] = "ok larder " PACKAGE_VERSION "\n";
+	struct route rt;
+
+	if (!*r->path) {
+		req_error(r, 400, "bad path encoding");
+		return;
+	}
+	route_parse(w->conf, r->method, r->path, &rt);
+	switch (rt.kind) {
+	case ROUTE_ERROR:
+		if (rt.status == 405)
+			req_header(r, "Allow", "GET, HEAD");
+		req_error(r, rt.status, rt.reason);
+		break;
+	case ROUTE_REDIRECT:
+		redirect(w, r, rt.location);
+		break;
+	case ROUTE_HEALTH:
+		req_header(r, "Cache-Control", "no-store");
+		req_reply(r, 200, "text/plain; charset=utf-8", health,
+			  sizeof(health) - 1);
+		break;
+	case ROUTE_SIMPLE_LIST:
+	case ROUTE_SIMPLE_PROJECT:
+		pypi_simple(w, r, &rt);
+		break;
+	case ROUTE_FILE:
+		pypi_file(w, r, &rt);
+		break;
+	}
+}
+
+void dispatch(struct worker *w, struct req *r, int init_err)
+{
+	if (init_err) {
+		r->path[0] = '\0';
+		req_error(r, init_err == ENAMETOOLONG ? 414 : 400,
+			  init_err == ENAMETOOLONG ? "path too long" :
+			  "bad path encoding");
+	} else {
+		route(w, r);
+	}
+	req_log(r);
+}

@@ -1,0 +1,119 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "storage/blob.h"
+#include "storage/fill.h"
+#include "storage/health.h"
+
+struct run {
+	struct db *db;
+	struct flight *f;
+	const struct fill_want *want;
+	const struct fill_hooks *hooks;
+};
+
+/* The upstream said how big the file is: followers that could not know
+ * (the page gave no size) learn it from the row. */
+static void on_size(long long size, void *vctx)
+{
+	struct run *r = vctx;
+
+	if (r->want->size < 0 && r->f->size != size)
+		flight_update(r->db, r->f, size);
+}
+
+static void on_progress(long long written, void *vctx)
+{
+	struct run *r = vctx;
+
+	if (r->hooks && r->hooks->progress)
+		r->hooks->progress(written, r->hooks->ctx);
+}
+
+/* Checks a complete download against the promise. Returns 0 or EBADMSG. */
+static int check(const struct fill_want *want, int fd, const char *sha,
+		 long long *size, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "%s: fstat: %s", want->url,
+			 strerror(errno));
+		return EIO;
+	}
+	*size = st.st_size;
+	if (want->size >= 0 && st.st_size != want->size) {
+		snprintf(err, errlen, "%s: got %lld bytes, the page says %lld",
+			 want->url, (long long)st.st_size, want->size);
+		return EBADMSG;
+	}
+	if (*want->expect && strcmp(sha, want->expect) != 0) {
+		snprintf(err, errlen, "%s: sha256 mismatch: got %s, want %s",
+			 want->url, sha, want->expect);
+		return EBADMSG;
+	}
+	return 0;
+}
+
+int fill_run(struct db *db, const char *data_dir, struct flight *f,
+	     const struct fill_want *want, const struct fill_hooks *hooks,
+	     char sha256[65], char *err, size_t errlen)
+{
+	struct run r = {.db = db, .f = f, .want = want, .hooks = hooks};
+	struct fetch_hooks fh = {.size = on_size, .progress = on_progress,
+				 .ctx = &r};
+	long long size = -1;
+	int rc, dberr;
+
+	sha256[0] = '\0';
+	if (health_down(db, want->url, err, errlen)) {
+		rc = EREMOTEIO;
+	} else {
+		rc = fetch_file(want->opts, want->url, f->fd, &fh, sha256,
+				err, errlen);
+		if (rc && fetch_unwell(rc))
+			health_failed(db, want->url, want->error_ttl, err);
+		else if (!rc)
+			health_ok(db, want->url);
+	}
+	if (!rc)
+		rc = check(want, f->fd, sha256, &size, err, errlen);
+	if (!rc) {
+		/* followers may finish their clients now; the blob is
+		 * published below, and the row goes after that */
+		flight_verified(db, f, sha256);
+		if (hooks && hooks->verified)
+			hooks->verified(sha256, size, hooks->ctx);
+		rc = blob_commit(data_dir, f->tmp, f->fd, sha256);
+		if (rc)
+			snprintf(err, errlen, "%s: storing: %s", want->url,
+				 strerror(rc));
+	}
+	if (rc) {
+		log_error(rc, want->key, "%s", err);
+		sha256[0] = '\0';
+	}
+	/* the outcome and the end of the claim in one transaction */
+	dberr = db_begin(db);
+	if (!dberr)
+		dberr = db_outcome_put(db, want->key, sha256, rc ? err : "");
+	if (!dberr)
+		dberr = flight_done(db, f);
+	if (!dberr)
+		dberr = db_commit(db);
+	if (dberr) {
+		db_rollback(db);
+		flight_done(db, f);
+	}
+	if (rc)
+		unlink(f->tmp);
+	close(f->fd); /* lets go of the lock */
+	f->fd = -1;
+	return rc;
+}

@@ -1,0 +1,172 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "storage/blob.h"
+#include "storage/flight.h"
+#include "tests/unit/t.h"
+
+/* A fresh data directory with its database. */
+static struct db *store(char *dir)
+{
+	struct db *db = NULL;
+
+	if (!mkdtemp(dir) || blob_init(dir) || db_open(dir, &db)) {
+		CHECK(!"cannot make a store");
+		return NULL;
+	}
+	return db;
+}
+
+static void unstore(const char *dir, struct db *db)
+{
+	char cmd[600];
+
+	db_close(db);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "  could not remove %s\n", dir);
+}
+
+static int rows(struct db *db, const char *key)
+{
+	struct db_flight row;
+
+	return db_flight_get(db, key, &row) == 0;
+}
+
+T(claim_follow_done)
+{
+	char dir[] = "/tmp/larder-test-flight-XXXXXX";
+	struct db *db = store(dir);
+	struct flight a, b;
+	int owner;
+
+	if (!db)
+		return;
+	CHECK_INT(flight_claim(db, dir, "blob:x", 10, &owner, &a), 0);
+	CHECK_INT(owner, 1);
+	CHECK(a.fd >= 0);
+	CHECK_INT(flight_locked(a.tmp), FLIGHT_HELD);
+	/* a second claimant follows */
+	CHECK_INT(flight_claim(db, dir, "blob:x", 10, &owner, &b), 0);
+	CHECK_INT(owner, 0);
+	CHECK_STR(b.tmp, a.tmp);
+	CHECK_INT(b.size, 10);
+	CHECK_INT(flight_verified(db, &a, "abc"), 0);
+	CHECK_INT(flight_pending(db, &b), 1);
+	CHECK_STR(b.sha256, "abc");
+	flight_drop(db, &a);
+	CHECK_INT(rows(db, "blob:x"), 0);
+	CHECK_INT(flight_locked(a.tmp), FLIGHT_UNKNOWN);
+	unstore(dir, db);
+}
+
+/* A row whose temp file cannot be opened is no proof that its owner
+ * died: the owner renames its file into the store a moment before it
+ * deletes its row, and open() also fails on EMFILE or EACCES. Only a lock
+ * tested and found free means a dead owner. */
+T(unopenable_temp_file_is_not_a_dead_owner)
+{
+	char dir[] = "/tmp/larder-test-flight-XXXXXX";
+	struct db *db = store(dir);
+	char gone[600];
+	struct flight f;
+	int owner;
+
+	if (!db)
+		return;
+	snprintf(gone, sizeof(gone), "%s/tmp/1.0000000000000001.part", dir);
+	/* published and verified: the row is about to go; follow it */
+	CHECK_INT(db_flight_insert(db, "meta:y", gone, 1, time(NULL), -1), 0);
+	CHECK_INT(db_flight_set_sha(db, "meta:y", gone, "feed"), 0);
+	CHECK_INT(flight_claim(db, dir, "meta:y", -1, &owner, &f), 0);
+	CHECK_INT(owner, 0);
+	CHECK_STR(f.sha256, "feed");
+	CHECK_INT(rows(db, "meta:y"), 1);
+	/* not verified: no verdict; never taken over, the row stays */
+	CHECK_INT(db_flight_insert(db, "meta:z", gone, 1, time(NULL), -1), 0);
+	CHECK_INT(flight_claim(db, dir, "meta:z", -1, &owner, &f), EAGAIN);
+	CHECK_INT(owner, 0);
+	CHECK_INT(rows(db, "meta:z"), 1);
+	/* a minute on, the sweep takes such a row for a crash's leftover */
+	CHECK_INT(db_flight_delete(db, "meta:z", gone), 0);
+	CHECK_INT(db_flight_insert(db, "meta:z", gone, 1, time(NULL) - 120, -1),
+		  0);
+	CHECK(flight_sweep(db, dir) >= 1);
+	CHECK_INT(rows(db, "meta:z"), 0);
+	unstore(dir, db);
+}
+
+T(dead_owner_is_taken_over)
+{
+	char dir[] = "/tmp/larder-test-flight-XXXXXX";
+	struct db *db = store(dir);
+	char tmp[600];
+	struct flight f;
+	int owner, fd;
+
+	if (!db)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s/tmp/2.0000000000000002.part", dir);
+	fd = open(tmp, O_CREAT | O_WRONLY, 0644);
+	CHECK(fd >= 0);
+	close(fd); /* nobody holds its lock */
+	CHECK_INT(db_flight_insert(db, "blob:w", tmp, 999999, time(NULL), 5), 0);
+	CHECK_INT(flight_claim(db, dir, "blob:w", 5, &owner, &f), 0);
+	CHECK_INT(owner, 1);
+	CHECK(strcmp(f.tmp, tmp) != 0);
+	CHECK(access(tmp, F_OK) != 0); /* the dead one's file is gone */
+	flight_drop(db, &f);
+	unstore(dir, db);
+}
+
+/* One key length, checked once: the longest page key (a 100-byte index, a
+ * 200-byte project) fits whole, and a longer one is refused, never cut to
+ * a key whose row nobody deletes. */
+T(key_lengths)
+{
+	char dir[] = "/tmp/larder-test-flight-XXXXXX";
+	struct db *db = store(dir);
+	char index[101], project[201], key[FLIGHT_KEY_MAX + 1];
+	char longer[FLIGHT_KEY_MAX + 2];
+	struct flight f;
+	int owner;
+
+	if (!db)
+		return;
+	memset(index, 'i', 100);
+	index[100] = '\0';
+	memset(project, 'p', 200);
+	project[200] = '\0';
+	CHECK_INT(flight_key(key, "page:%s:%s", index, project), 0);
+	CHECK_INT(strlen(key), 306);
+	CHECK_INT(flight_claim(db, dir, key, -1, &owner, &f), 0);
+	CHECK_INT(owner, 1);
+	CHECK_STR(f.key, key);
+	CHECK_INT(rows(db, key), 1);
+	flight_drop(db, &f);
+	CHECK_INT(rows(db, key), 0);
+	memset(longer, 'k', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	CHECK_INT(flight_key(key, "%s", longer), ENAMETOOLONG);
+	CHECK_STR(key, "");
+	CHECK_INT(flight_claim(db, dir, longer, -1, &owner, &f), ENAMETOOLONG);
+	unstore(dir, db);
+}
+
+int main(void)
+{
+	RUN(claim_follow_done);
+	RUN(unopenable_temp_file_is_not_a_dead_owner);
+	RUN(dead_owner_is_taken_over);
+	RUN(key_lengths);
+	return t_done();
+}
