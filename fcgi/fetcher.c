@@ -69,6 +69,13 @@ static int send_headers(struct pump *p)
 
 	req_header(r, "Content-Type", "%s", p->want->content_type);
 	req_header(r, "Content-Length", "%lld", p->t.size);
+	/* A transfer that fails after this ends short of its Content-Length.
+	 * Apache (CGI, mod_fcgid, mod_proxy_fcgi) and lighttpd's CGI take the
+	 * end of such a body for the end of the response and keep the
+	 * client's connection, so the client would wait for the rest until a
+	 * keep-alive timeout; told to close it, they close it, and the client
+	 * learns at once. nginx keeps the header to itself. */
+	req_header(r, "Connection", "close");
 	if (*p->want->expect) {
 		req_header(r, "ETag", "\"%s\"", p->want->expect);
 		req_header(r, "Cache-Control",

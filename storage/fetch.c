@@ -186,9 +186,13 @@ static void setup(CURL *c, const struct fetch_opts *o, const char *url,
 	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, o->connect_timeout);
-	/* less than one byte a second for idle_timeout seconds: give up */
+	/* A backstop behind progress(): less than a byte a second for as
+	 * long as both of its limits together. (libcurl counts the wait for
+	 * the answer too, so idle_timeout alone would cut every slow first
+	 * byte at idle_timeout, whatever first_byte_timeout says.) */
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, o->idle_timeout);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
+			 o->idle_timeout + o->first_byte_timeout);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "larder/" PACKAGE_VERSION);
 	/* idle upstream connections stay up between misses */
 	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);

@@ -5,7 +5,8 @@
     stack       stand-in + larder + nginx, fresh for each test in its own tmp
                 dir and ports, torn down even on failure. Options per test:
                     @pytest.mark.stack(cache_ttl=1, html_only=True, workers=2,
-                                       larder_extra={...}, max_stale=...)
+                                       larder_extra={...}, max_stale=...,
+                                       unix=True, keep_conn=False)
                 or indirect parametrisation:
                     @pytest.mark.parametrize("stack", [{"cache_ttl": 1}], indirect=True)
     new_venv    a function making a fresh virtualenv under the test's tmp dir
@@ -33,7 +34,7 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         "stack(**options): options for the stack fixture (cache_ttl, html_only, "
-        "workers, larder_extra, max_stale)")
+        "workers, larder_extra, max_stale, unix, keep_conn)")
 
 
 @pytest.fixture(scope="session")

@@ -2,8 +2,8 @@
  * fail in a larder process, as a machine out of processes or memory would:
  *   FAULT_FORK=1        fork() fails with EAGAIN
  *   FAULT_MALLOC_OVER=N malloc() of N bytes or more returns NULL
- * Built by the tests with cc (tests/integration/faults.py); never part of
- * larder. */
+ * Built by the tests with cc (tests/integration/cgi.py; with -DNO_MALLOC
+ * for sanitizer builds, whose malloc is their own); never part of larder. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#ifndef NO_MALLOC
 extern void *__libc_malloc(size_t n);
 
 static size_t malloc_over(void)
@@ -33,6 +34,7 @@ void *malloc(size_t n)
 	}
 	return __libc_malloc(n);
 }
+#endif
 
 pid_t fork(void)
 {

@@ -378,10 +378,21 @@ def larder_conf(data_dir, upstream_port, cache_ttl=300, max_stale=86400, extra=N
         extra_text=extra_text)
 
 
-def spawn_server(server, cmd, out_path, log_path, what, timeout):
+def _unix_open(path):
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(0.5)
+            s.connect(path)
+            return True
+    except OSError:
+        return False
+
+
+def spawn_server(server, cmd, out_path, log_path, what, timeout, ready=None):
     """Starts cmd in its own session in server.dir, output appended to
-    out_path, as server.proc; waits for server.port, and stops the server
-    (server.stop()) when it does not come up. Returns server."""
+    out_path, as server.proc; waits for server.port (or until ready()
+    says so), and stops the server (server.stop()) when it does not come
+    up. Returns server."""
     out = open(out_path, "ab")
     try:
         server.proc = subprocess.Popen(cmd, stdout=out, stderr=out,
@@ -390,7 +401,14 @@ def spawn_server(server, cmd, out_path, log_path, what, timeout):
     finally:
         out.close()
     try:
-        wait_port(server.port, timeout, server.proc, what, log_path)
+        if ready is None:
+            wait_port(server.port, timeout, server.proc, what, log_path)
+        else:
+            deadline = time.monotonic() + timeout
+            while not ready():
+                if server.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("%s did not come up%s" % (what, _tail(log_path)))
+                time.sleep(0.05)
     except RuntimeError:
         server.stop()
         raise
@@ -402,12 +420,15 @@ class Larder:
     workdir."""
 
     def __init__(self, workdir, upstream_port, cache_ttl=300, workers=2, extra=None,
-                 extra_text="", port=None, binary=None, max_stale=86400, files_port=None):
+                 extra_text="", port=None, binary=None, max_stale=86400, files_port=None,
+                 unix=False):
         self.dir = workdir
         self.data_dir = os.path.join(workdir, "data")
         self.conf = os.path.join(workdir, "larder.conf")
         self.log = os.path.join(workdir, "larder.log")
         self.port = port or free_port()
+        # the shipped nginx config's transport: a unix socket
+        self.sock = os.path.join(workdir, "larder.sock") if unix else None
         self.workers = workers
         self.binary = binary or larder_bin()
         self.proc = None
@@ -416,9 +437,17 @@ class Larder:
             f.write(larder_conf(self.data_dir, upstream_port, cache_ttl, max_stale,
                                 extra, extra_text, files_port))
 
+    @property
+    def listen(self):
+        """The address `larder serve` listens on, as --listen takes it."""
+        return "unix:" + self.sock if self.sock else "127.0.0.1:%d" % self.port
+
     def start(self, timeout=15):
         cmd = [self.binary, "serve", "-c", self.conf,
-               "--listen", "127.0.0.1:%d" % self.port, "--workers", str(self.workers)]
+               "--listen", self.listen, "--workers", str(self.workers)]
+        if self.sock:
+            return spawn_server(self, cmd, self.log, self.log, "larder", timeout,
+                                ready=lambda: _unix_open(self.sock))
         return spawn_server(self, cmd, self.log, self.log, "larder", timeout)
 
     @property
@@ -488,12 +517,21 @@ http {{
 """.format(user=user, workers=workers, prefix=prefix, log_level=log_level, http=http)
 
 
-def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1):
-    """The nginx.conf for a test stack: / goes to larder over FastCGI,
-    /_larder/ is the internal location X-Accel-Redirect answers come from.
-    The one place to change it."""
+def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
+    """The nginx.conf for a test stack: / goes to larder over FastCGI
+    (fcgi_port a TCP port, or "unix:PATH"), on kept connections as the
+    shipped config has it unless keep_conn is False; /_larder/ is the
+    internal location X-Accel-Redirect answers come from. The one place to
+    change it."""
+    server = ("127.0.0.1:%d" % fcgi_port if isinstance(fcgi_port, int)
+              else fcgi_port)
     return nginx_main(prefix, """\
     tcp_nopush on;
+
+    upstream larder {{
+        server {server};
+        keepalive 8;
+    }}
 
     server {{
         listen 127.0.0.1:{port};
@@ -516,15 +554,17 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1):
             include /etc/nginx/fastcgi_params;
             fastcgi_param SCRIPT_NAME "";
             fastcgi_param PATH_INFO "";
-            fastcgi_pass 127.0.0.1:{fcgi_port};
+            fastcgi_keep_conn {keep};
+            fastcgi_pass larder;
         }}
-    }}""".format(port=port, fcgi_port=fcgi_port, data_dir=data_dir.rstrip("/")), workers)
+    }}""".format(port=port, server=server, keep="on" if keep_conn else "off",
+                 data_dir=data_dir.rstrip("/")), workers)
 
 
 class Nginx:
     """nginx in the foreground with everything under workdir."""
 
-    def __init__(self, workdir, fcgi_port, data_dir, port=None, workers=1):
+    def __init__(self, workdir, fcgi_port, data_dir, port=None, workers=1, keep_conn=True):
         self.dir = os.path.abspath(workdir)
         self.port = port or free_port()
         self.conf = os.path.join(self.dir, "nginx.conf")
@@ -534,7 +574,7 @@ class Nginx:
         os.makedirs(os.path.join(self.dir, "tmp"), exist_ok=True)
         with open(self.conf, "w") as f:
             f.write(nginx_conf(self.dir, self.port, fcgi_port, os.path.abspath(data_dir),
-                               workers))
+                               workers, keep_conn))
 
     @property
     def base(self):
@@ -562,7 +602,7 @@ class Stack:
 
     def __init__(self, workdir, wheels, cache_ttl=300, html_only=False, workers=2,
                  larder_extra=None, larder_extra_text="", rate=None, nginx_workers=1,
-                 max_stale=86400):
+                 max_stale=86400, unix=False, keep_conn=True):
         self.dir = workdir
         self.standin = Standin(wheels, os.path.join(workdir, "standin"),
                                html_only=html_only, rate=rate)
@@ -572,6 +612,8 @@ class Stack:
         self.larder_extra_text = larder_extra_text
         self.nginx_workers = nginx_workers
         self.max_stale = max_stale
+        self.unix = unix
+        self.keep_conn = keep_conn
         self.larder = None
         self.nginx = None
 
@@ -582,10 +624,12 @@ class Stack:
                                  files_port=self.standin.files_port,
                                  cache_ttl=self.cache_ttl, workers=self.workers,
                                  extra=self.larder_extra, extra_text=self.larder_extra_text,
-                                 max_stale=self.max_stale)
+                                 max_stale=self.max_stale, unix=self.unix)
             self.larder.start()
-            self.nginx = Nginx(os.path.join(self.dir, "nginx"), self.larder.port,
-                               self.larder.data_dir, workers=self.nginx_workers)
+            self.nginx = Nginx(os.path.join(self.dir, "nginx"),
+                               self.larder.listen if self.unix else self.larder.port,
+                               self.larder.data_dir, workers=self.nginx_workers,
+                               keep_conn=self.keep_conn)
             self.nginx.start()
         except BaseException:
             self.stop()

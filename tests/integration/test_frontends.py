@@ -316,6 +316,30 @@ def test_miss_streams_through(fe_env):
     assert env.standin.counters()["files"].get(BIG) == 1
 
 
+@kinds(ALL)
+def test_failed_download_ends_at_once(fe_env):
+    """A download whose bytes turn out wrong once its headers are out
+    (the stand-in flips bytes in the middle) reaches the client as a
+    failure within a second of the upstream's last byte, on every front
+    end and its transport (unix sockets, where a reset does not exist,
+    included), never as a complete response."""
+    env, fe = fe_env, fe_env.fe
+    d = env.dists[BIG]
+    assert env.get("/root/pypi/simple/larder-demo-big/", accept=PIP_ACCEPT).status == 200
+    rate = 4 * BIG_RATE
+    upstream_time = d["size"] / rate
+    env.standin.control(rate=rate, corrupt=[BIG])
+    t0 = time.monotonic()
+    r = http(fe.base + file_path(d), timeout=60)
+    took = time.monotonic() - t0
+    assert not (r.status == 200 and r.complete), r
+    if r.status == 200:
+        assert len(r.body) < d["size"], r
+    assert took < upstream_time + 1.0, \
+        "the failed download ended %.1f s after a %.1f s upstream transfer" % (
+            took, upstream_time)
+
+
 # ---------------------------------------------------------------- (c) CGI
 
 def cgi_pids(fe):
