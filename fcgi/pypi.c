@@ -54,9 +54,8 @@ void pypi_simple(struct worker *w, struct req *r, const struct route *rt)
 	enum accept_format fmt;
 	struct db_page p;
 	char err[1024] = "";
-	char cc[64];
 	char format[128];
-	long left;
+	const char *cache;
 	int rc, retried = 0;
 
 	if (query_format(r->query, format, sizeof(format)))
@@ -82,9 +81,16 @@ again:
 		req_error(r, 502, err);
 		return;
 	}
-	left = (long)(p.fetched_at + p.ttl - time(NULL));
-	snprintf(cc, sizeof(cc), "max-age=%ld", left > 0 ? left : 0);
-	o.cache_control = cc;
+	/* Fresh until the page goes stale here, as an Expires (the client's
+	 * freshness is Expires - Date, and Date is when it is sent): exact for
+	 * a client and for a cache in the web server (conf/nginx.conf keeps
+	 * fresh pages), however long that cache has held it. */
+	o.expires = p.fetched_at + p.ttl;
+	if (o.expires <= time(NULL))
+		o.expires = 1; /* stale: a date in the past */
+	cache = req_env(r, "LARDER_PAGE_CACHE");
+	o.inline_body = o.front_cache = cache && strcmp(cache, "1") == 0;
+	o.whole = r->cache && strcmp(r->cache, "STALE") == 0;
 	o.content_type = accept_content_type(fmt);
 	rc = send_blob(w, r, fmt == ACCEPT_JSON ? p.json_sha : p.html_sha, &o);
 	if (rc == ENOENT && !retried) {

@@ -84,6 +84,18 @@ int req_header(struct req *r, const char *name, const char *fmt, ...)
 	return err;
 }
 
+int req_header_date(struct req *r, const char *name, long long t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	char date[64];
+
+	if (!gmtime_r(&tt, &tm) ||
+	    !strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm))
+		return EINVAL;
+	return req_header(r, name, "%s", date);
+}
+
 static int out(struct req *r, const void *p, size_t n)
 {
 	const char *c = p;

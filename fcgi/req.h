@@ -53,6 +53,10 @@ const char *req_env(const struct req *r, const char *name);
 int req_header(struct req *r, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Adds a header whose value is the HTTP date (RFC 9110, in GMT) of the
+ * unix time t. Returns 0 or an errno from buf. */
+int req_header_date(struct req *r, const char *name, long long t);
+
 /* Sends the status line and headers. Returns 0 or EPIPE. From here until
  * the request ends, a worker that dies (killed, OOM, mod_fcgid's busy
  * timeout) resets its FastCGI connection rather than closing it, so the

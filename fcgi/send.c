@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -132,13 +133,25 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 		req_header(r, "Content-Type", "%s", o->content_type);
 	if (o->cache_control)
 		req_header(r, "Cache-Control", "%s", o->cache_control);
+	if (o->expires)
+		req_header_date(r, "Expires", o->expires);
+	if (o->expires && o->front_cache) {
+		long long last = o->expires - 1; /* the last second fresh */
+
+		if (last >= (long long)time(NULL))
+			req_header(r, "X-Accel-Expires", "@%lld", last);
+		else
+			req_header(r, "X-Accel-Expires", "0");
+	}
 	if (o->vary_accept)
 		req_header(r, "Vary", "Accept");
 	req_header(r, "ETag", "\"%s\"", sha256);
 	/* Answered here in every mode: the web server only knows its own
 	 * validators for the file, not ours. */
-	if (etag_matches(req_env(r, "HTTP_IF_NONE_MATCH"), sha256))
+	if (!o->whole && etag_matches(req_env(r, "HTTP_IF_NONE_MATCH"), sha256))
 		return req_start(r, 304) ? EPIPE : 0;
+	if (o->inline_body)
+		return stream(w, r, sha256, o);
 	switch (c->sendfile) {
 	case CONF_SENDFILE_ACCEL:
 		req_header(r, "X-Accel-Redirect", "%s%s", c->sendfile_prefix,

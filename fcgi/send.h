@@ -10,8 +10,17 @@
 
 struct send_opts {
 	const char *content_type;
-	const char *cache_control;
-	int vary_accept;   /* add Vary: Accept */
+	const char *cache_control;  /* NULL: none */
+	long long expires;          /* unix seconds for Expires, 0: none */
+	int front_cache;            /* and X-Accel-Expires for nginx's cache,
+	                               which keeps an answer through the
+	                               second its expiry names */
+	int vary_accept;            /* add Vary: Accept */
+	int inline_body;            /* send the bytes, whatever sendfile says
+	                               (the web server caches the answer) */
+	int whole;                  /* never a 304: a cache in front that
+	                               revalidates would keep its own copy's
+	                               headers (a stale page goes out whole) */
 };
 
 /* Sends blob sha256 as the response to r. Returns 0 when a response was

@@ -103,13 +103,14 @@ def worker_ids():
     return pw.pw_uid, pw.pw_gid
 
 
-def missing_reason(kind):
-    """Why kind cannot run here, or None."""
+def missing_reason(kind, binary=None):
+    """Why kind cannot run here with the larder binary given (default
+    stack.larder_bin()), or None."""
     if kind not in KINDS:
         return "unknown front end %r" % kind
+    b = binary or stackmod.larder_bin()
     if kind == "nginx":
-        return stackmod.missing_reason()
-    b = stackmod.larder_bin()
+        return stackmod.missing_reason(b)
     if not os.path.isfile(b) or not os.access(b, os.X_OK):
         return "larder binary not found at %s (build it, or set $LARDER_BIN)" % b
     if os.geteuid() == 0 and worker_ids() is None:

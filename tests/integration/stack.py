@@ -43,9 +43,10 @@ def larder_bin():
     return os.environ.get("LARDER_BIN") or os.path.join(REPO, "larder")
 
 
-def missing_reason():
-    """Why a stack cannot start here, or None."""
-    b = larder_bin()
+def missing_reason(binary=None):
+    """Why a stack cannot start here (with the larder binary given, default
+    larder_bin()), or None."""
+    b = binary or larder_bin()
     if not os.path.isfile(b) or not os.access(b, os.X_OK):
         return ("larder binary not found at %s (build it, or set $LARDER_BIN)" % b)
     if not os.path.exists(NGINX):
@@ -518,15 +519,24 @@ http {{
 
 
 def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
-    """The nginx.conf for a test stack: / goes to larder over FastCGI
-    (fcgi_port a TCP port, or "unix:PATH"), on kept connections as the
-    shipped config has it unless keep_conn is False; /_larder/ is the
-    internal location X-Accel-Redirect answers come from. The one place to
-    change it."""
+    """The nginx.conf for a test stack, as conf/nginx.conf has it: / goes
+    to larder over FastCGI (fcgi_port a TCP port, or "unix:PATH"), on kept
+    connections unless keep_conn is False; project pages go through nginx's
+    cache of them; /_larder/ is the internal location X-Accel-Redirect
+    answers come from. The one place to change it."""
     server = ("127.0.0.1:%d" % fcgi_port if isinstance(fcgi_port, int)
               else fcgi_port)
     return nginx_main(prefix, """\
     tcp_nopush on;
+
+    # conf/nginx.conf's page cache
+    fastcgi_cache_path {prefix}/cache levels=1:2 keys_zone=larder_pages:4m
+                       max_size=64m inactive=1d use_temp_path=off;
+    map $upstream_cache_status $larder_page_cache {{
+        HIT         HIT;
+        REVALIDATED REVALIDATED;
+        default     $upstream_http_x_larder_cache;
+    }}
 
     upstream larder {{
         server {server};
@@ -550,6 +560,23 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
             add_header X-Larder-Cache $upstream_http_x_larder_cache;
         }}
 
+        location ~ /simple/ {{
+            include /etc/nginx/fastcgi_params;
+            fastcgi_param SCRIPT_NAME "";
+            fastcgi_param PATH_INFO "";
+            fastcgi_param LARDER_PAGE_CACHE 1;
+            fastcgi_keep_conn {keep};
+            fastcgi_pass larder;
+            fastcgi_cache larder_pages;
+            fastcgi_cache_key "$request_uri|$http_accept";
+            fastcgi_cache_revalidate on;
+            fastcgi_buffer_size 16k;
+            fastcgi_buffers 8 16k;
+            fastcgi_busy_buffers_size 32k;
+            fastcgi_hide_header X-Larder-Cache;
+            add_header X-Larder-Cache $larder_page_cache;
+        }}
+
         location / {{
             include /etc/nginx/fastcgi_params;
             fastcgi_param SCRIPT_NAME "";
@@ -558,7 +585,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
             fastcgi_pass larder;
         }}
     }}""".format(port=port, server=server, keep="on" if keep_conn else "off",
-                 data_dir=data_dir.rstrip("/")), workers)
+                 prefix=prefix, data_dir=data_dir.rstrip("/")), workers)
 
 
 class Nginx:

@@ -332,7 +332,8 @@ def test_failed_download_ends_at_once(fe_env):
     t0 = time.monotonic()
     r = http(fe.base + file_path(d), timeout=60)
     took = time.monotonic() - t0
-    assert not (r.status == 200 and r.complete), r
+    assert not (r.status == 200 and r.complete), \
+        (r, dict(r.headers or {}), sha256(r.body) == d["sha256"])
     if r.status == 200:
         assert len(r.body) < d["size"], r
     assert took < upstream_time + 1.0, \
