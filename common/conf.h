@@ -1,8 +1,8 @@
 /* conf: larder's configuration, from one table of keys.
  *
- * The table (in conf.c) gives each key its section, type, default, check and
- * one line of help; the parser, the start-up validation, `larder config
- * check` and the larder.conf(5) man page are all generated from it.
+ * The table (in conf_keys.c) gives each key its section, type, default,
+ * check and one line of help; the parser, the start-up validation, `larder
+ * config check` and the larder.conf(5) man page are all generated from it.
  *
  * The file is INI with git-config-like sections:
  *     [larder]            global keys

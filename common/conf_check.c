@@ -1,0 +1,173 @@
+/* conf_check: the checks that need the whole file, run after parsing: each
+ * declared index has the keys its type needs, and virtual indexes' layers
+ * name declared indexes and form no cycle. */
+#include "config.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/conf.h"
+#include "common/conf_keys.h"
+
+/* Index i's line for key name, or its section's line. */
+static unsigned key_line(const struct conf_parser *p, size_t i,
+                         const char *name)
+{
+	const struct conf_key *k = conf_find_key("index", name);
+	unsigned line = p->index_line[i][k - conf_keys];
+
+	return line ? line : p->section_line[i];
+}
+
+static int is_set(const struct conf_parser *p, size_t i, const char *name)
+{
+	return p->index_line[i][conf_find_key("index", name) - conf_keys] != 0;
+}
+
+/* Checks one declared index on its own: type, and the keys it needs or
+ * must not have. */
+static int check_index(struct conf_parser *p, size_t i)
+{
+	struct conf_index *ix = &p->c->index[i];
+	unsigned line = p->section_line[i];
+
+	snprintf(p->where, sizeof(p->where), "[index \"%s\"]: ", ix->name);
+	if (!is_set(p, i, "type"))
+		return conf_fail(
+		    p, line, "%smissing type (expected one of cache, virtual)",
+		    p->where);
+	if (ix->type == CONF_INDEX_CACHE) {
+		if (!ix->upstream)
+			return conf_fail(
+			    p, line,
+			    "%smissing upstream (a cache index needs "
+			    "the URL of its upstream simple index)",
+			    p->where);
+		if (is_set(p, i, "layers"))
+			return conf_fail(p, key_line(p, i, "layers"),
+			                 "%slayers is only for type = virtual",
+			                 p->where);
+		return 0;
+	}
+	if (!ix->layers)
+		return conf_fail(p, line,
+		                 "%smissing layers (a virtual index needs the "
+		                 "names of the indexes it serves)",
+		                 p->where);
+	if (is_set(p, i, "upstream"))
+		return conf_fail(p, key_line(p, i, "upstream"),
+		                 "%supstream is only for type = cache",
+		                 p->where);
+	if (is_set(p, i, "trusted_hosts"))
+		return conf_fail(p, key_line(p, i, "trusted_hosts"),
+		                 "%strusted_hosts is only for type = cache (a "
+		                 "virtual index trusts what its layers trust)",
+		                 p->where);
+	return 0;
+}
+
+/* Turns index i's layer names into positions. */
+static int resolve_layers(struct conf_parser *p, size_t i)
+{
+	struct conf_index *ix = &p->c->index[i];
+	char name[CONF_MAX_NAME + 1];
+	size_t n;
+	int j;
+
+	ix->nlayers = 0;
+	for (const char *w = ix->layers; *w; w += n + (w[n] == ' ')) {
+		n = strcspn(w, " ");
+		memcpy(name, w, n); /* check_layers saw n <= CONF_MAX_NAME */
+		name[n] = '\0';
+		j = conf_index_find(p->c, name);
+		if (j < 0 || (size_t)j == i)
+			return conf_fail(
+			    p, key_line(p, i, "layers"),
+			    "%slayers = \"%s\": %s \"%s\"", p->where,
+			    ix->layers,
+			    j < 0 ? "unknown index"
+			          : "an index cannot be its own layer:",
+			    name);
+		ix->layer[ix->nlayers++] = (size_t)j;
+	}
+	return 0;
+}
+
+/* Reports the cycle stack[start..depth-1] -> stack[start]. */
+static int report_cycle(struct conf_parser *p, const size_t *stack,
+                        size_t start, size_t depth)
+{
+	const struct conf_index *ix = &p->c->index[stack[start]];
+	char path[1024];
+	size_t n = 0;
+	int w;
+
+	for (size_t d = start; d < depth && n < sizeof(path); d++) {
+		w = snprintf(path + n, sizeof(path) - n, "%s -> ",
+		             p->c->index[stack[d]].name);
+		n += w < 0 ? 0 : (size_t)w;
+	}
+	if (n < sizeof(path))
+		snprintf(path + n, sizeof(path) - n, "%s", ix->name);
+	snprintf(p->where, sizeof(p->where), "[index \"%s\"]: ", ix->name);
+	return conf_fail(p, key_line(p, stack[start], "layers"),
+	                 "%slayers form a cycle: %s", p->where, path);
+}
+
+/* Depth-first walk from index i; state is 0 (not seen), 1 (on the path in
+ * stack[0..depth-1]) or 2 (done). Returns EINVAL on a cycle. */
+static int visit(struct conf_parser *p, size_t i, unsigned char *state,
+                 size_t *stack, size_t depth)
+{
+	const struct conf_index *ix = &p->c->index[i];
+	size_t start;
+	int err;
+
+	if (state[i] == 2 || ix->type != CONF_INDEX_VIRTUAL)
+		return 0;
+	if (state[i] == 1) {
+		for (start = 0; stack[start] != i; start++)
+			;
+		return report_cycle(p, stack, start, depth);
+	}
+	state[i] = 1;
+	stack[depth] = i;
+	for (size_t l = 0; l < ix->nlayers; l++) {
+		err = visit(p, ix->layer[l], state, stack, depth + 1);
+		if (err)
+			return err;
+	}
+	state[i] = 2;
+	return 0;
+}
+
+/* Checks the declared indexes as a whole. */
+int conf_check_indexes(struct conf_parser *p)
+{
+	unsigned char state[CONF_MAX_INDEXES] = {0};
+	size_t stack[CONF_MAX_INDEXES];
+	int err;
+
+	for (size_t i = 0; i < p->c->nindex; i++) {
+		err = check_index(p, i);
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < p->c->nindex; i++) {
+		p->c->index[i].nlayers = 0;
+		if (p->c->index[i].type != CONF_INDEX_VIRTUAL)
+			continue;
+		snprintf(p->where, sizeof(p->where),
+		         "[index \"%s\"]: ", p->c->index[i].name);
+		err = resolve_layers(p, i);
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < p->c->nindex; i++) {
+		err = visit(p, i, state, stack, 0);
+		if (err)
+			return err;
+	}
+	return 0;
+}

@@ -1,0 +1,628 @@
+/* conf_keys: the table of keys, the types of their values and the parsing
+ * of one value. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/conf.h"
+#include "common/conf_keys.h"
+
+#ifndef LOCALSTATEDIR
+#define LOCALSTATEDIR "/var"
+#endif
+
+/* Enum keys are stored through an int. */
+_Static_assert(sizeof(enum conf_sendfile) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum conf_index_type) == sizeof(int), "enum size");
+_Static_assert(CONF_SENDFILE_ACCEL == 0 && CONF_SENDFILE_XSENDFILE == 1 &&
+                   CONF_SENDFILE_STREAM == 2,
+               "sendfile_values order");
+_Static_assert(CONF_INDEX_CACHE == 0 && CONF_INDEX_VIRTUAL == 1,
+               "type_values order");
+
+const struct conf_type_info conf_types[CONF_NTYPES] = {
+    [T_STRING] = {"text", "text without control characters",
+                  "Any text without control characters."},
+    [T_PATH] = {"path", "an absolute path",
+                "An absolute file system path, starting with '/'. "
+                "A trailing '/' is dropped."},
+    [T_URL] = {"url", "an absolute http:// or https:// URL",
+               "An absolute http:// or https:// URL without query or "
+               "fragment. A '/' is added at the end if it is missing."},
+    [T_ENUM] = {"enum", "one of the listed words",
+                "One of the words listed for the key."},
+    [T_SECONDS] = {"seconds", "seconds (300, 5m, 2h, 1d)",
+                   "A whole number of seconds, optionally followed by "
+                   "s (seconds), m (minutes), h (hours) or d (days): "
+                   "300, 300s, 5m, 2h, 1d."},
+    [T_SIZE] = {"size", "a size in bytes (65536, 512k, 64M, 1G)",
+                "A whole number of bytes, optionally followed by k, M or G "
+                "(powers of 1024, either case): 65536, 512k, 64M, 1G."},
+    [T_BOOL] = {"bool", "yes or no (also true/false, on/off, 1/0)",
+                "yes or no; true/false, on/off and 1/0 also work."},
+    [T_COUNT] = {"count", "a whole number (0, 1, 2, ...)",
+                 "A whole number, 0 or more."},
+    [T_LIST] = {"list", "words separated by spaces",
+                "Words separated by spaces; quote the value or leave it "
+                "empty (\"\") for no words."},
+    [T_URLPATH] = {"urlpath",
+                   "a URL path that starts and ends with '/', like /_larder/",
+                   "A URL path that starts and ends with '/', like "
+                   "/_larder/, made of letters, digits and . _ ~ + -, "
+                   "with no empty, '.' or '..' segment."},
+};
+
+static const char *const sendfile_values[] = {"x-accel-redirect", "x-sendfile",
+                                              "stream", NULL};
+static const char *const type_values[] = {"cache", "virtual", NULL};
+
+static const char *at_least_one(void *field);
+static const char *check_layers(void *field);
+static const char *check_hosts(void *field);
+
+#define LARDER(n) "larder", #n, offsetof(struct conf, n)
+#define INDEX(n)  "index", #n, offsetof(struct conf_index, n)
+
+/* The one table of keys. */
+const struct conf_key conf_keys[] = {
+    {LARDER(data_dir), T_PATH, LOCALSTATEDIR "/lib/larder",
+     .help = "Where larder keeps its database, blobs and temporary "
+             "files. It must be one file system, writable by the user "
+             "larder runs as."},
+    {LARDER(sendfile), T_ENUM, "x-accel-redirect", .values = sendfile_values,
+     .help = "How a cached file is handed to the web server: "
+             "x-accel-redirect for nginx, x-sendfile for lighttpd or "
+             "Apache with mod_xsendfile, stream to have larder send the "
+             "bytes itself (plain CGI, or a server with neither)."},
+    {LARDER(sendfile_prefix), T_URLPATH, "/_larder/",
+     .help = "With x-accel-redirect, the internal location of the web "
+             "server that maps to data_dir."},
+    {LARDER(cache_ttl), T_SECONDS, "300",
+     .help = "How long a project page fetched from upstream is served "
+             "without asking upstream again."},
+    {LARDER(max_stale), T_SECONDS, "86400",
+     .help = "How long past cache_ttl a page may still be served while "
+             "upstream cannot be reached."},
+    {LARDER(negative_ttl), T_SECONDS, "30",
+     .help = "How long an upstream 404 is remembered."},
+    {LARDER(error_ttl), T_SECONDS, "10",
+     .help = "How long a failed upstream fetch is remembered: a page that "
+             "could not be refreshed, an upstream host that cannot be "
+             "reached or does not answer. Meanwhile a stale page is served "
+             "at once, a virtual index answers from its other layers, and "
+             "a fetch from that host fails at once with the reason instead "
+             "of waiting on it again. 0 remembers nothing."},
+    {LARDER(gc_grace), T_SECONDS, "60",
+     .help = "How long a page rendering that a refresh replaced stays in "
+             "the store before it is deleted, so that a reader just handed "
+             "it can still open it."},
+    {LARDER(connect_timeout), T_SECONDS, "10",
+     .help = "How long to wait for a connection to upstream."},
+    {LARDER(fetch_timeout), T_SECONDS, "60",
+     .help = "How long a fetch may go without receiving a byte before it "
+             "fails."},
+    {LARDER(first_byte_timeout), T_SECONDS, "30",
+     .help = "How long to wait, once connected, for upstream to start "
+             "answering."},
+    {LARDER(fetch_retries), T_COUNT, "2",
+     .help = "How many more times a fetch is tried after a transient "
+             "failure (connection refused or reset, timeout, 5xx, 429), "
+             "with backoff and honouring Retry-After up to 10 seconds. An "
+             "interrupted file download resumes with a Range request."},
+    {LARDER(max_page_size), T_SIZE, "64M",
+     .help = "The largest upstream page larder accepts; a bigger one is "
+             "an error, not an out-of-memory."},
+    {LARDER(trust_forwarded), T_BOOL, "no",
+     .help = "Believe the X-Forwarded-* headers of a request (client "
+             "address, scheme, host). Turn it on only behind a proxy you "
+             "run that sets them, since clients can forge them."},
+    {LARDER(max_requests), T_COUNT, "10000",
+     .help = "Requests a worker answers before it exits and a fresh one "
+             "takes its place; 0 means never. The listening socket stays "
+             "with the pool's supervisor, so nothing queued on it is "
+             "lost."},
+    {LARDER(workers), T_COUNT, "4", .check = at_least_one,
+     .help = "Worker processes kept on a listening socket (`larder "
+             "serve' without --workers, or a socket a web server hands "
+             "larder on fd 0; $LARDER_WORKERS overrides it there); at "
+             "least 1."},
+    {LARDER(max_workers), T_COUNT, "64", .check = at_least_one,
+     .help = "The most worker processes on one listening socket. When "
+             "every worker is busy (a cold download ties one until it "
+             "is done), another is started, up to this many, so that a "
+             "request never waits behind a slow transfer; extra workers "
+             "idle for 30 seconds go again. Each costs about a megabyte "
+             "of memory of its own."},
+    {INDEX(type), T_ENUM, NULL, .values = type_values,
+     .help = "Required. cache: a pull-through cache of one upstream "
+             "simple index. virtual: serves the indexes named in layers, "
+             "looked up in the order given."},
+    {INDEX(upstream), T_URL, NULL,
+     .help = "The upstream simple index (PEP 503/691) a cache index "
+             "fetches from, e.g. https://pypi.org/simple/. Required for "
+             "a cache index, not allowed for a virtual one."},
+    {INDEX(layers), T_LIST, NULL, .check = check_layers,
+     .help = "The indexes a virtual index serves, by name, in order: "
+             "each declared in the same file and not the index itself, "
+             "at most 8. A layer may itself be virtual, but layers must "
+             "not form a cycle. Required for a virtual index, not allowed "
+             "for a cache one."},
+    {INDEX(trusted_hosts), T_LIST, "files.pythonhosted.org",
+     .check = check_hosts,
+     .help = "Host names a cache index may fetch files from, besides its "
+             "upstream's own host, when an upstream page links there. "
+             "Not allowed for a virtual index."},
+};
+
+#undef LARDER
+#undef INDEX
+
+_Static_assert(sizeof(conf_keys) / sizeof(conf_keys[0]) == CONF_NKEYS,
+               "CONF_NKEYS in conf_keys.h");
+
+/* The indexes larder serves with no [index] section: parsed like a file, and
+ * printed in the man page. */
+const char conf_default_indexes[] = "[index \"pypi\"]\n"
+                                    "type = cache\n"
+                                    "upstream = https://pypi.org/simple/\n"
+                                    "\n"
+                                    "[index \"root/pypi\"]\n"
+                                    "type = virtual\n"
+                                    "layers = pypi\n";
+
+static const char *const reserved[] = {"v2",      "+health", "+stats",
+                                       "metrics", "_larder", NULL};
+
+const char conf_example[] =
+    "[larder]\n"
+    "data_dir = /srv/larder\n"
+    "sendfile = x-sendfile\n"
+    "cache_ttl = 10m\n"
+    "max_page_size = 128M\n"
+    "\n"
+    "[index \"pypi\"]\n"
+    "type = cache\n"
+    "upstream = https://pypi.org/simple/\n"
+    "\n"
+    "# A private index whose pages link to files on another host.\n"
+    "[index \"corp\"]\n"
+    "type = cache\n"
+    "upstream = https://pypi.example.com/simple/\n"
+    "trusted_hosts = files.example.com\n"
+    "\n"
+    "# pip install --index-url https://larder.example.com/root/pypi/simple/\n"
+    "[index \"root/pypi\"]\n"
+    "type = virtual\n"
+    "layers = corp pypi\n";
+
+int conf_is_ws(int ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' ||
+	       ch == '\f';
+}
+
+int conf_is_ctl(int ch)
+{
+	return (unsigned char)ch < 0x20 || ch == 0x7f;
+}
+
+static int is_lower_digit(int ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+}
+
+static int is_alnum(int ch)
+{
+	return is_lower_digit(ch) || (ch >= 'A' && ch <= 'Z');
+}
+
+void *conf_field(void *base, const struct conf_key *k)
+{
+	return (char *)base + k->off;
+}
+
+const void *conf_cfield(const void *base, const struct conf_key *k)
+{
+	return (const char *)base + k->off;
+}
+
+int conf_is_string(enum conf_type t)
+{
+	return t == T_STRING || t == T_PATH || t == T_URL || t == T_LIST ||
+	       t == T_URLPATH;
+}
+
+const struct conf_key *conf_find_key(const char *section, const char *name)
+{
+	for (size_t i = 0; i < CONF_NKEYS; i++)
+		if (!strcmp(conf_keys[i].section, section) &&
+		    !strcmp(conf_keys[i].name, name))
+			return &conf_keys[i];
+	return NULL;
+}
+
+/* Parses a non-negative decimal number at *s, moving *s past it.
+ * Returns 0, EINVAL (no digits) or ERANGE. */
+static int parse_number(const char **s, long *out)
+{
+	const char *p = *s;
+	long n = 0;
+
+	if (*p < '0' || *p > '9')
+		return EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (n > (LONG_MAX - (*p - '0')) / 10)
+			return ERANGE;
+		n = n * 10 + (*p - '0');
+	}
+	*s = p;
+	*out = n;
+	return 0;
+}
+
+/* A number followed by at most one unit letter from units, each worth the
+ * matching entry of mult. Returns 0, EINVAL or ERANGE. */
+static int parse_scaled(const char *s, const char *units, const long *mult,
+                        long *out)
+{
+	const char *u;
+	long n, m = 1;
+	int err;
+
+	err = parse_number(&s, &n);
+	if (err)
+		return err;
+	if (*s) {
+		u = strchr(units, *s);
+		if (!u || s[1])
+			return EINVAL;
+		m = mult[u - units];
+	}
+	if (n > LONG_MAX / m)
+		return ERANGE;
+	*out = n * m;
+	return 0;
+}
+
+static int parse_count(const char *s, long *out)
+{
+	int err = parse_number(&s, out);
+
+	return !err && *s ? EINVAL : err;
+}
+
+static int parse_seconds(const char *s, long *out)
+{
+	static const long mult[] = {1, 60, 3600, 86400};
+
+	return parse_scaled(s, "smhd", mult, out);
+}
+
+static int parse_size(const char *s, long *out)
+{
+	static const long mult[] = {1L << 10, 1L << 10, 1L << 20,
+	                            1L << 20, 1L << 30, 1L << 30};
+
+	return parse_scaled(s, "kKmMgG", mult, out);
+}
+
+static int parse_bool(const char *s, int *out)
+{
+	static const char *const yes[] = {"yes", "true", "on", "1", NULL};
+	static const char *const no[] = {"no", "false", "off", "0", NULL};
+
+	for (size_t i = 0; yes[i]; i++) {
+		if (!strcasecmp(s, yes[i])) {
+			*out = 1;
+			return 0;
+		}
+		if (!strcasecmp(s, no[i])) {
+			*out = 0;
+			return 0;
+		}
+	}
+	return EINVAL;
+}
+
+/* Checks an absolute http(s) URL and returns a copy with the scheme in
+ * lowercase and a '/' at the end, in *out. Returns 0, EINVAL with *why set
+ * when there is more to say than the type's form, or ENOMEM. */
+static int norm_url(const char *s, char **out, const char **why)
+{
+	const char *auth, *end, *host, *p;
+	size_t skip, len;
+	char *u;
+
+	*why = NULL;
+	if (!strncasecmp(s, "https://", 8))
+		skip = 8;
+	else if (!strncasecmp(s, "http://", 7))
+		skip = 7;
+	else
+		return EINVAL;
+	for (p = s; *p; p++) {
+		if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f ||
+		    strchr("\"<>\\^`{|}", *p))
+			return EINVAL;
+		if (*p == '?' || *p == '#') {
+			*why = "a query or fragment is not allowed";
+			return EINVAL;
+		}
+	}
+	auth = s + skip;
+	end = auth + strcspn(auth, "/");
+	host = auth;
+	for (p = auth; p < end; p++)
+		if (*p == '@')
+			host = p + 1; /* after any user:password@ */
+	if (*host == '[') {
+		p = memchr(host, ']', (size_t)(end - host));
+		if (!p || p == host + 1)
+			return EINVAL;
+		p++;
+	} else {
+		for (p = host; p < end && *p != ':'; p++)
+			;
+		if (p == host)
+			return EINVAL;
+	}
+	if (p < end) {
+		long n = 0;
+
+		if (*p != ':' || p + 1 == end)
+			return EINVAL;
+		for (p++; p < end; p++) {
+			if (*p < '0' || *p > '9' || n > 65535)
+				return EINVAL;
+			n = n * 10 + (*p - '0');
+		}
+		if (n < 1 || n > 65535)
+			return EINVAL;
+	}
+	len = strlen(s);
+	u = malloc(len + 2);
+	if (!u)
+		return ENOMEM;
+	memcpy(u, s, len + 1);
+	for (size_t i = 0; i < skip; i++)
+		if (u[i] >= 'A' && u[i] <= 'Z')
+			u[i] = (char)(u[i] - 'A' + 'a');
+	if (u[len - 1] != '/') {
+		u[len] = '/';
+		u[len + 1] = '\0';
+	}
+	*out = u;
+	return 0;
+}
+
+static int is_urlpath(const char *s)
+{
+	const char *seg;
+	size_t n;
+
+	if (s[0] != '/' || s[1] == '\0')
+		return 0;
+	for (seg = s + 1; *seg; seg += n + 1) {
+		n = strcspn(seg, "/");
+		if (seg[n] != '/')
+			return 0; /* does not end with '/' */
+		if (n == 0 || (n == 1 && seg[0] == '.') ||
+		    (n == 2 && seg[0] == '.' && seg[1] == '.'))
+			return 0;
+		for (size_t i = 0; i < n; i++)
+			if (!is_alnum(seg[i]) && !strchr("._~+-", seg[i]))
+				return 0;
+	}
+	return 1;
+}
+
+/* Returns NULL when name is a good index name, else what is wrong. */
+const char *conf_bad_index_name(const char *name)
+{
+	size_t n = strlen(name), first = strcspn(name, "/");
+	const char *seg;
+	size_t len;
+
+	for (size_t i = 0; reserved[i]; i++)
+		if (first == strlen(reserved[i]) &&
+		    !strncmp(name, reserved[i], first))
+			return "reserved: v2, +health, +stats, metrics and "
+			       "_larder are larder's own URLs";
+	if (n < 1 || n > CONF_MAX_NAME)
+		return "expected 1 to 100 characters";
+	if (name[0] == '+' || name[0] == '_')
+		return "must not start with '+' or '_'";
+	for (seg = name;; seg += len + 1) {
+		len = strcspn(seg, "/");
+		if (len == 0)
+			return "empty segment: segments are separated by "
+			       "single '/'";
+		if ((len == 1 && seg[0] == '.') ||
+		    (len == 2 && seg[0] == '.' && seg[1] == '.'))
+			return "'.' and '..' segments are not allowed";
+		for (size_t i = 0; i < len; i++)
+			if (!is_lower_digit(seg[i]) && !strchr("._-", seg[i]))
+				return "expected a-z, 0-9, '.', '_' and '-' in "
+				       "segments separated by '/'";
+		if (!seg[len])
+			break;
+	}
+	return NULL;
+}
+
+/* Returns the number of words in a normalised list ("" has none). */
+static size_t count_words(const char *s)
+{
+	size_t n = *s ? 1 : 0;
+
+	for (; *s; s++)
+		if (*s == ' ')
+			n++;
+	return n;
+}
+
+/* True when the word of length len at w occurs in list before w. */
+static int seen_before(const char *list, const char *w, size_t len)
+{
+	const char *p = list;
+	size_t n;
+
+	for (; p < w; p += n + 1) {
+		n = strcspn(p, " ");
+		if (n == len && !strncmp(p, w, len))
+			return 1;
+	}
+	return 0;
+}
+
+static const char *at_least_one(void *f)
+{
+	return *(long *)f >= 1 ? NULL : "a whole number of at least 1";
+}
+
+static const char *check_layers(void *f)
+{
+	static const char form[] = "1 to 8 index names separated by spaces, "
+	                           "each at most once";
+	char *list = *(char **)f, name[CONF_MAX_NAME + 1];
+	size_t n;
+
+	if (count_words(list) < 1 || count_words(list) > CONF_MAX_LAYERS)
+		return form;
+	for (char *w = list; *w; w += n + (w[n] == ' ')) {
+		n = strcspn(w, " ");
+		if (n > CONF_MAX_NAME || seen_before(list, w, n))
+			return form;
+		memcpy(name, w, n);
+		name[n] = '\0';
+		if (conf_bad_index_name(name))
+			return form;
+	}
+	return NULL;
+}
+
+static const char *check_hosts(void *f)
+{
+	char *list = *(char **)f;
+
+	for (char *p = list; *p; p++) {
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+		if (*p != ' ' && !is_lower_digit(*p) && !strchr(".-:[]", *p))
+			return "host names separated by spaces";
+	}
+	return NULL;
+}
+
+/* Copies the words of s, separated by single spaces, into *out. */
+static int norm_list(const char *s, char **out)
+{
+	char *l = malloc(strlen(s) + 1);
+	size_t n = 0;
+
+	if (!l)
+		return ENOMEM;
+	while (*s) {
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (!*s)
+			break;
+		if (n)
+			l[n++] = ' ';
+		while (*s && *s != ' ' && *s != '\t')
+			l[n++] = *s++;
+	}
+	l[n] = '\0';
+	*out = l;
+	return 0;
+}
+
+/* Parses v as key k into base (a struct conf or struct conf_index).
+ * Returns 0, ENOMEM, or EINVAL with *why set to what went wrong beyond
+ * "not the expected form" (or NULL) and *form to a specific form
+ * expected (or NULL for the key's own). */
+int conf_set_value(void *base, const struct conf_key *k, const char *v,
+                   const char **why, const char **form)
+{
+	void *f = conf_field(base, k);
+	char *s = NULL;
+	long n = 0;
+	int err = 0, b = 0;
+
+	*why = NULL;
+	*form = NULL;
+	for (const char *p = v; *p; p++) {
+		if (conf_is_ctl(*p) && !(k->type == T_LIST && *p == '\t')) {
+			*why = "control character";
+			return EINVAL;
+		}
+	}
+	switch (k->type) {
+	case T_STRING:
+	case T_URLPATH:
+		if (k->type == T_URLPATH && !is_urlpath(v))
+			return EINVAL;
+		s = strdup(v);
+		err = s ? 0 : ENOMEM;
+		break;
+	case T_PATH:
+		if (v[0] != '/')
+			return EINVAL;
+		s = strdup(v);
+		if (!s)
+			return ENOMEM;
+		for (size_t len = strlen(s); len > 1 && s[len - 1] == '/';)
+			s[--len] = '\0';
+		break;
+	case T_URL:
+		err = norm_url(v, &s, why);
+		break;
+	case T_LIST:
+		err = norm_list(v, &s);
+		break;
+	case T_ENUM:
+		for (n = 0; k->values[n] && strcmp(k->values[n], v); n++)
+			;
+		if (!k->values[n])
+			return EINVAL;
+		*(int *)f = (int)n;
+		break;
+	case T_SECONDS:
+	case T_SIZE:
+	case T_COUNT:
+		if (k->type == T_SECONDS)
+			err = parse_seconds(v, &n);
+		else if (k->type == T_SIZE)
+			err = parse_size(v, &n);
+		else
+			err = parse_count(v, &n);
+		if (err == ERANGE) {
+			*why = "too large";
+			err = EINVAL;
+		}
+		if (err)
+			return err;
+		*(long *)f = n;
+		break;
+	case T_BOOL:
+		err = parse_bool(v, &b);
+		if (err)
+			return err;
+		*(int *)f = b;
+		break;
+	}
+	if (err)
+		return err;
+	if (conf_is_string(k->type)) {
+		free(*(char **)f);
+		*(char **)f = s;
+	}
+	if (k->check)
+		*form = k->check(f);
+	return *form ? EINVAL : 0;
+}

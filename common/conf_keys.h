@@ -1,0 +1,115 @@
+/* conf_keys: the internals the conf_*.c files share; nothing else includes it.
+ *
+ * conf_keys.c holds the table of keys and the types of their values, the
+ * checks the table names and the parsing of one value; conf.c the parser,
+ * conf_check.c the checks on the declared indexes as a whole, conf_man.c
+ * conf_dump() and conf_man(). They all work from the one table.
+ */
+#ifndef LARDER_CONF_KEYS_H
+#define LARDER_CONF_KEYS_H
+
+#include <stddef.h>
+
+#include "common/conf.h"
+
+#define CONF_MAX_NAME 100 /* bytes in an index name */
+
+enum conf_type {
+	T_STRING,  /* any text without control characters */
+	T_PATH,    /* absolute path; trailing '/' dropped */
+	T_URL,     /* absolute http(s) URL; made to end with '/' */
+	T_ENUM,    /* one of key.values, stored as int */
+	T_SECONDS, /* 300, 300s, 5m, 2h, 1d; stored as long */
+	T_SIZE,    /* 65536, 512k, 64M, 1G; stored as long */
+	T_BOOL,    /* yes/no and friends; stored as int */
+	T_COUNT,   /* non-negative integer; stored as long */
+	T_LIST,    /* space-separated words; stored with single spaces */
+	T_URLPATH, /* /like/this/ */
+};
+
+#define CONF_NTYPES (T_URLPATH + 1)
+
+/* What each type is called in the man page, the form an error expects, and
+ * the paragraph the man page gives it. */
+struct conf_type_info {
+	const char *name;
+	const char *expect;
+	const char *doc;
+};
+
+extern const struct conf_type_info conf_types[CONF_NTYPES];
+
+struct conf_key {
+	const char *section; /* "larder" or "index" */
+	const char *name;
+	size_t off; /* in struct conf or struct conf_index */
+	enum conf_type type;
+	const char *def; /* as text, through the same parser; NULL = none */
+	const char *const *values; /* T_ENUM, in enum order */
+	/* Runs after the value is stored in field; it may tidy the value in
+	 * place. Returns NULL, or the form that was expected instead. */
+	const char *(*check)(void *field);
+	const char *help;
+};
+
+#define CONF_NKEYS 21 /* entries in conf_keys; conf_keys.c checks the count */
+
+/* The one table of keys, in the order of the man page and of conf_dump. */
+extern const struct conf_key conf_keys[CONF_NKEYS];
+
+/* The indexes larder serves with no [index] section, as a config file. */
+extern const char conf_default_indexes[];
+
+/* The man page's EXAMPLE, as a config file. */
+extern const char conf_example[];
+
+/* True for a blank: space, tab, '\r', '\v' or '\f'. */
+int conf_is_ws(int ch);
+
+/* True for a control character (below 0x20, or DEL). */
+int conf_is_ctl(int ch);
+
+/* Returns key k's field in base (a struct conf or struct conf_index). */
+void *conf_field(void *base, const struct conf_key *k);
+
+/* conf_field() for a const base. */
+const void *conf_cfield(const void *base, const struct conf_key *k);
+
+/* True when a value of type t is stored as a char * that the conf owns. */
+int conf_is_string(enum conf_type t);
+
+/* Returns the key called name in section ("larder" or "index"), or NULL. */
+const struct conf_key *conf_find_key(const char *section, const char *name);
+
+/* Returns NULL when name is a good index name, else what is wrong. */
+const char *conf_bad_index_name(const char *name);
+
+/* Parses v as key k into base; returns 0, ENOMEM or EINVAL (conf_keys.c). */
+int conf_set_value(void *base, const struct conf_key *k, const char *v,
+                   const char **why, const char **form);
+
+/* The parser's state; conf_check.c reads it to name lines in messages. */
+struct conf_parser {
+	struct conf *c;
+	const char *name; /* for messages */
+	char *err;
+	size_t errlen;
+	unsigned line;
+	enum { IN_NONE, IN_LARDER, IN_INDEX } in;
+	size_t ix;       /* the current index, IN_INDEX */
+	int declared;    /* an [index] section was seen */
+	char where[160]; /* "" or "[index \"NAME\"]: " for messages */
+	unsigned larder_line[CONF_NKEYS]; /* where each was set */
+	unsigned index_line[CONF_MAX_INDEXES][CONF_NKEYS];
+	unsigned section_line[CONF_MAX_INDEXES];
+};
+
+/* Writes "NAME:LINE: message" to p's error buffer; returns EINVAL. */
+int conf_fail(struct conf_parser *p, unsigned line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Checks the declared indexes as a whole and resolves virtual indexes'
+ * layers; returns 0, or EINVAL with the message from conf_fail(). */
+int conf_check_indexes(struct conf_parser *p);
+
+#endif
