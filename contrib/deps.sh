@@ -3,6 +3,9 @@
 # test suite runs against; does nothing for packages already there.
 #   contrib/deps.sh build    compiler, autotools, libraries
 #   contrib/deps.sh test     build + web servers and clients for the tests
+#   contrib/deps.sh compare  test + the libraries older refs built with
+#                            (libfcgi, Jansson: before 0.2), so that
+#                            contrib/bench/compare can build them
 set -eu
 build="build-essential autoconf automake pkg-config
  libcurl4-openssl-dev libsqlite3-dev libssl-dev zlib1g-dev"
@@ -10,11 +13,13 @@ run="nginx-light"
 test="python3 python3-venv python3-pytest curl wrk
  lighttpd apache2 libapache2-mod-fcgid libapache2-mod-xsendfile
  clang libclang-rt-14-dev"
+old="libfcgi-dev libjansson-dev"
 
 case "${1:-build}" in
 build) want="$build $run" ;;
 test) want="$build $run $test" ;;
-*) echo "usage: $0 build|test" >&2; exit 2 ;;
+compare) want="$build $run $test $old" ;;
+*) echo "usage: $0 build|test|compare" >&2; exit 2 ;;
 esac
 
 missing=""

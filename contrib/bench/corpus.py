@@ -15,7 +15,7 @@ beside outdir and renamed into place. Everything is deterministic (fixed
 mtimes, payloads from SHAKE-256 of the name and version), so a rebuild gives
 the same sha256s.
 
-The full corpus (11-16 s on 2 CPUs, 166 MB, 36 projects, 9426 files):
+The full corpus (11-16 s on 2 CPUs, 178 MB, 37 projects, 9476 files):
 
   * 33 projects that `pip install --only-binary :all: <install_set>`
     installs, a DAG up to four levels deep: a web stack (bench-web ->
@@ -37,13 +37,18 @@ The full corpus (11-16 s on 2 CPUs, 166 MB, 36 projects, 9426 files):
     pip skips as incompatible, with only the newest final version carrying a
     py3-none-any wheel (and, there, no linux x86_64 wheel pip might prefer).
   * bench-big: one 90 MiB wheel, not installed (the throughput workload).
+  * bench-slow: 50 wheels of one size (250 KiB, versions 1.10.0 .. 1.59.0,
+    no sdists, no PEP 658 siblings), not installed: the slow-misses
+    workload throttles the upstream so that each takes a set time. They
+    add about 13 MB and well under a second to the build.
   * PEP 658 siblings on the installable wheels of every project but
     bench-six, bench-kiwi and bench-cycler (as on PyPI, a few have none),
     and on bench-big's; never on the platform filler wheels.
 
 The smoke corpus (smoke=True, 0.5 s, 3 MB): the same shape in small,
 bench-app -> bench-http -> bench-charset/bench-idna and bench-numeric (a ~50 KB
-page; other pages 2-5 KB), a 2 MiB bench-big, 16 wheels with PEP 658 siblings.
+page; other pages 2-5 KB), a 2 MiB bench-big, 16 wheels with PEP 658 siblings,
+and 5 bench-slow wheels of 250 KiB.
 
 corpus.json / the returned dict:
   params           {"format", "smoke", "spec_sha256"}: what reuse compares
@@ -53,6 +58,8 @@ corpus.json / the returned dict:
   install_closure  every project pip installs (breadth-first from install_set)
   install_versions {project: the version pip picks}
   big_wheel        {project, filename, size, sha256, path}
+  slow_files       the bench-slow wheels, [{project, filename, size, sha256}],
+                   all of one size (to the byte or nearly), oldest first
   metadata_wheels  every wheel with a .metadata sibling, {project, filename,
                    sha256, metadata_sha256}; the ones pip installs first
   pages            {project: bytes of its PEP 691 JSON page}, measured on an
@@ -88,7 +95,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
 import wheels  # noqa: E402
 
-FORMAT = 2  # bump when the layout or the meaning of corpus.json changes
+FORMAT = 3  # bump when the layout or the meaning of corpus.json changes
 KIB = 1024
 MIB = 1024 * 1024
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
@@ -117,6 +124,7 @@ FULL = {
     "install_set": ["bench-web", "bench-tool", "bench-frames", "bench-plot",
                     "bench-stats"],
     "big": {"project": "bench-big", "version": "1.0", "mib": 90},
+    "slow": {"project": "bench-slow", "count": 50, "size": 250 * KIB},
     "swarm": ["bench-frames", "bench-markup", "bench-numeric"],
     "targets": {"bench-numeric": [2.3e6, 2.8e6], "bench-frames": [0.4e6, 0.6e6],
                 "bench-stats": [0.4e6, 0.6e6], "bench-pillow": [0.4e6, 0.6e6]},
@@ -221,6 +229,7 @@ FULL = {
 SMOKE = {
     "install_set": ["bench-app"],
     "big": {"project": "bench-big", "version": "1.0", "mib": 2},
+    "slow": {"project": "bench-slow", "count": 5, "size": 250 * KIB},
     "swarm": ["bench-http", "bench-idna", "bench-numeric"],
     "targets": {"bench-numeric": [35e3, 65e3]},
     "projects": {
@@ -450,6 +459,25 @@ def _build_project(wheel_dir, name, p, index):
     return built
 
 
+def _build_slow(wheel_dir, slow, index):
+    """The bench-slow wheels: slow["count"] py3 wheels of slow["size"] bytes
+    (versions 1.10.0 on, all of one length so the archives are too); no
+    sdists, no PEP 658 siblings. Returns their paths, oldest first."""
+    name = slow["project"]
+    mod = wheels.module_name(name)
+    base = wheels._EPOCH_TS - 400 * _DAY + index * 3600
+    if slow["count"] > 90:
+        raise ValueError("too many bench-slow versions")
+    out = []
+    for j in range(slow["count"]):
+        version = "1.%d.0" % (10 + j)
+        extra = {"%s/_blob.bin" % mod: _payload(name, version, slow["size"] - 1400)}
+        out.append(wheels.build_wheel(wheel_dir, name, version, [], ">=3.8",
+                                      extra_files=extra, metadata_sibling=False,
+                                      mtime=base + j * _DAY))
+    return out
+
+
 def measure_pages(wheel_dir, projects):
     """{project: bytes of its PEP 691 JSON page} from an in-process stand-in;
     also {project: the page document}."""
@@ -491,9 +519,11 @@ def _build_into(root, final_wheel_dir, smoke, log):
     big = table["big"]
     big_path = wheels.build_big(wheel_dir, big["mib"], name=big["project"],
                                 version=big["version"])
+    slow = table["slow"]
+    slow_paths = _build_slow(wheel_dir, slow, len(table["projects"]))
     log("built the files in %.1f s" % (time.monotonic() - t0))
 
-    names = sorted(list(table["projects"]) + [big["project"]])
+    names = sorted(list(table["projects"]) + [big["project"], slow["project"]])
     t0 = time.monotonic()
     pages, docs = measure_pages(wheel_dir, names)
     log("measured the pages in %.1f s" % (time.monotonic() - t0))
@@ -526,6 +556,14 @@ def _build_into(root, final_wheel_dir, smoke, log):
         want = "%s-%s-py3-none-any.whl" % (name.replace("-", "_"), pins[name])
         if not any(f["filename"] == want for f in docs[name]["files"]):
             raise RuntimeError("%s is not on its page" % want)
+    slow_files = [{"project": slow["project"], "filename": os.path.basename(path),
+                   "size": os.path.getsize(path), "sha256": wheels.sha256_file(path)}
+                  for path in slow_paths]
+    for sf in slow_files:
+        entry = [f for f in docs[slow["project"]]["files"]
+                 if f["filename"] == sf["filename"]]
+        if len(entry) != 1 or entry[0]["hashes"]["sha256"] != sf["sha256"]:
+            raise RuntimeError("the stand-in disagrees about %s" % sf["filename"])
     if len(meta) < 16:
         raise RuntimeError("only %d wheels with PEP 658 metadata" % len(meta))
     for name, (lo, hi) in table["targets"].items():
@@ -550,6 +588,7 @@ def _build_into(root, final_wheel_dir, smoke, log):
                       "path": os.path.join(final_wheel_dir,
                                            os.path.basename(big_path))},
         "metadata_wheels": meta,
+        "slow_files": slow_files,
         "pages": pages,
         "swarm_projects": list(table["swarm"]),
         "swarm_pages": dict(zip(("mid", "small", "large"), table["swarm"])),

@@ -20,6 +20,8 @@ A party is made by make(name, ...) and used as
     p.start()          # a fresh, empty state (a cold cache)
     p.index_url        # what pip gets as --index-url
     p.processes()      # the pids of its whole process tree, fetchers included
+    p.workers()        # the pids that answer requests (larder: its workers)
+    p.larder_processes()   # larder parties: every process of the larder binary
     p.stop()
 
 Each start() uses a new directory, so a cold case is a new party with
@@ -78,6 +80,21 @@ def _pids_below(roots):
             p = ppid.get(p)
             if not p or p <= 1:
                 break
+    return out
+
+
+def _parents():
+    """The pids that have a live (not zombie) child, from one pass over
+    /proc."""
+    out = set()
+    for pid in fh._pids():
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                rest = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if rest and rest[0] not in ("Z", "X"):
+            out.add(int(rest[1]))
     return out
 
 
@@ -295,16 +312,28 @@ class Larder(Party):
                 pids.append(proc.pid)
         return pids
 
-    def workers(self):
-        supervisor = getattr(getattr(self.fe, "larder", None), "proc", None)
+    def larder_processes(self):
+        """The pids of the party's processes that run the larder binary
+        (--larder, or the copy a front end made in its directory for a
+        worker user who cannot reach it): pools' supervisors and workers,
+        not the web server."""
+        binaries = {os.path.realpath(self.args.larder)}
+        if self.dir:
+            binaries.add(os.path.realpath(os.path.join(self.dir, "bin", "larder")))
         out = set()
         for pid in self.processes():
-            argv = fh._cmdline(pid)
-            # A worker: not `larder serve`'s supervisor, not a fetcher.
-            if argv and os.path.basename(argv[0]) == "larder" and "_fetch" not in argv \
-                    and not (supervisor and pid == supervisor.pid):
+            try:
+                exe = os.path.realpath("/proc/%d/exe" % pid)
+            except OSError:
+                continue
+            if exe in binaries:
                 out.add(pid)
         return out
+
+    def workers(self):
+        # A worker: the larder binary, and not a pool's supervisor (the
+        # process whose children the workers are).
+        return self.larder_processes() - _parents()
 
 
 class LarderNginx:
@@ -352,6 +381,7 @@ class LarderNginx:
             ("unix:/run/larder/larder.sock", "unix:" + self.sock),
             ("listen 80;", "listen 127.0.0.1:%d;" % self.port),
             ("alias /var/lib/larder/;", "alias %s/;" % self.data_dir),
+            ("/var/cache/nginx/larder", os.path.join(self.dir, "nginx-cache")),
             ("include fastcgi_params;", "include /etc/nginx/fastcgi_params;")])
         try:
             self.nginx = start_nginx(self, "    tcp_nopush on;\n" + server)
@@ -527,7 +557,7 @@ def make(name, work, upstream, args):
         return NginxStatic(name, work, upstream, args)
     if name in LARDER_KINDS:
         p = Larder(name, work, upstream, args)
-        why = frontends.missing_reason(LARDER_KINDS[name])
+        why = frontends.missing_reason(LARDER_KINDS[name], args.larder)
         if why:
             p.present, p.reason = False, why
         return p

@@ -37,11 +37,12 @@ The report, schema version 1 (the contract with bench.py):
  "parties": [{"name": "direct", "label": "direct (stand-in upstream)", "kind": "direct"|"larder"|"nginx-static"|"proxy-cache"|"python-cache", "present": true, "version": "..." | null, "reason": null | "devpi-server not found on PATH or in --venv"}],
  "workloads": [{
     "name": "install", "title": "pip install, 30 packages", "description": "free text",
-    "unit": "s", "better": "lower" | "higher", "reference": "direct",
+    "unit": "s", "better": "lower" | "higher", "reference": "direct" | null,
     "cases": ["cold", "warm"],
     "results": [{"party": "larder-nginx", "case": "cold", "median": 12.3 | null, "min": 11.9, "max": 13.0,
                  "samples": [12.3, 11.9, 13.0], "ratio": 0.98 | null,
-                 "cpu_s": 3.2 | null, "peak_rss_mib": 45.1 | null, "errors": 0, "note": null | "text"}]
+                 "cpu_s": 3.2 | null, "peak_rss_mib": 45.1 | null, "errors": 0, "note": null | "text",
+                 "extra": null | [{...}, ...]}]
  }],
  "goals": [{"text": "Warm swarm, 32 clients: larder-nginx vs nginx static", "value": 0.83 | null, "target": ">= 0.7", "met": true | false | null, "why": null | "text"}],
  "endpoints": [{"path": "/root/pypi/simple/", "what": "project list, JSON", "status": 200, "bytes": 1234, "ms": 0.8}]
@@ -53,10 +54,14 @@ run (bench.py writes it; an empty list shows nothing).
 Required by the renderer: "schema", "parties" (each with "name"),
 "workloads" (each with "name", "unit", "cases" and "results"; each result
 with "party", "case" and "median"). Everything else may be missing or null
-and then shows as "—". The ratio is taken from the report as it is (bench.py
-decides how it is computed, e.g. the median of per-round ratios); the
-renderer never computes one. The order of rows and bars is the order of
-"parties"; the order of columns and groups is the order of "cases".
+and then shows as "—". A workload without a reference (null: absolute figures,
+such as latencies under load) has no ratios, and neither its table nor its
+chart mentions one. "extra" holds bench.py's raw figures per round (what the
+goals are computed from); the renderer does not show it. The ratio is taken
+from the report as it is (bench.py decides how it is computed, e.g. the median
+of per-round ratios); the renderer never computes one. The order of rows and
+bars is the order of "parties"; the order of columns and groups is the order
+of "cases".
 """
 
 import argparse
@@ -392,6 +397,20 @@ def resource_cell(result):
                              with_unit(result.get("peak_rss_mib"), "MiB"), err)
 
 
+def md_errors(workload, parties):
+    """The errors of a workload without resource figures, one line each."""
+    index = results_by_key(workload)
+    lines = []
+    for party in parties:
+        for case in workload["cases"]:
+            r = index.get((party, case))
+            if r and is_number(r.get("errors")) and r["errors"]:
+                lines.append("- %s, %s: **%s %s**" % (
+                    code(party), md(case), integer(r["errors"]),
+                    "error" if r["errors"] == 1 else "errors"))
+    return "\n".join(lines)
+
+
 def md_notes(workload, parties):
     """Notes of results that have a median (those without show theirs in the
     table)."""
@@ -430,13 +449,16 @@ def md_workload(report, workload, image_dir):
         [code(p)] + [result_cell(index.get((p, c)), unit) for c in cases]
         for p in parties]))
     measured = [r for r in workload["results"]
-                if is_number(r.get("cpu_s")) or is_number(r.get("peak_rss_mib"))
-                or r.get("errors")]
+                if is_number(r.get("cpu_s")) or is_number(r.get("peak_rss_mib"))]
     if measured:  # a workload whose figures are resources has no such table
         parts.append("Resources (CPU seconds · peak RSS · errors):")
         parts.append(table(header, [
             [code(p)] + [resource_cell(index.get((p, c))) for c in cases]
             for p in parties]))
+    else:  # without resources measured, only the errors, where there are some
+        errors = md_errors(workload, parties)
+        if errors:
+            parts.append(errors)
     notes = md_notes(workload, parties)
     if notes:
         parts.append(notes)
