@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "storage/db.h"
+#include "storage/db_sql.h"
 
 #define STRINGIFY_(x) #x
 #define STRINGIFY(x) STRINGIFY_(x)
@@ -52,37 +53,6 @@ static const char schema[] =
 static const char from_v0[] =
 	"ALTER TABLE flights ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';"
 	"ALTER TABLE outcomes ADD COLUMN at INTEGER NOT NULL DEFAULT 0;";
-
-enum stmt {
-	S_PAGE_GET,
-	S_PAGE_PUT,
-	S_PAGE_TOUCH,
-	S_PAGE_ALL,
-	S_PAGE_DELETE,
-	S_CHECK,
-	S_FILE_PUT,
-	S_FILE_GET,
-	S_FILE_SET_META,
-	S_FLIGHT_INSERT,
-	S_FLIGHT_GET,
-	S_FLIGHT_DELETE,
-	S_FLIGHT_ALL,
-	S_FLIGHT_SET,
-	S_FLIGHT_SET_SHA,
-	S_OUTCOME_PUT,
-	S_OUTCOME_GET,
-	S_UPSTREAM_GET,
-	S_UPSTREAM_PUT,
-	S_UPSTREAM_DELETE,
-	S_GARBAGE_ADD,
-	S_GARBAGE_DUE,
-	S_GARBAGE_DELETE,
-	S_PAGE_REFS,
-	S_BEGIN,
-	S_COMMIT,
-	S_ROLLBACK,
-	S_COUNT
-};
 
 static const char *const sql[S_COUNT] = {
 	[S_PAGE_GET] = "SELECT status, etag, last_modified, fetched_at, ttl,"
@@ -131,13 +101,7 @@ static const char *const sql[S_COUNT] = {
 	[S_ROLLBACK] = "ROLLBACK",
 };
 
-struct db {
-	sqlite3 *conn;
-	sqlite3_stmt *st[S_COUNT];
-	char path[PATH_MAX];
-};
-
-static int fail(struct db *db, const char *what)
+int db_fail(struct db *db, const char *what)
 {
 	log_error(0, db->path, "%s: %s", what, sqlite3_errmsg(db->conn));
 	return EIO;
@@ -289,7 +253,7 @@ static int open_db(const char *data_dir, int create, struct db **out)
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
 				    (create ? SQLITE_OPEN_CREATE : 0),
 			    NULL) != SQLITE_OK) {
-		fail(db, "open");
+		db_fail(db, "open");
 		goto fail;
 	}
 	/* Writers queue behind each other; a client never sees "locked". */
@@ -302,7 +266,7 @@ static int open_db(const char *data_dir, int create, struct db **out)
 		if (sqlite3_prepare_v3(db->conn, sql[i], -1,
 				       SQLITE_PREPARE_PERSISTENT, &db->st[i],
 				       NULL) != SQLITE_OK) {
-			fail(db, sql[i]);
+			db_fail(db, sql[i]);
 			goto fail;
 		}
 	}
@@ -333,34 +297,31 @@ void db_close(struct db *db)
 	free(db);
 }
 
-/* Resets a statement for its next use and returns it. */
-static sqlite3_stmt *stmt(struct db *db, enum stmt s)
+sqlite3_stmt *db_stmt(struct db *db, enum db_stmt s)
 {
 	sqlite3_reset(db->st[s]);
 	sqlite3_clear_bindings(db->st[s]);
 	return db->st[s];
 }
 
-static void text(sqlite3_stmt *st, int col, char *out, size_t len)
+void db_text(sqlite3_stmt *st, int col, char *out, size_t len)
 {
 	const unsigned char *t = sqlite3_column_text(st, col);
 
 	snprintf(out, len, "%s", t ? (const char *)t : "");
 }
 
-/* Runs a statement that returns no rows. */
-static int run(struct db *db, sqlite3_stmt *st, const char *what)
+int db_run(struct db *db, sqlite3_stmt *st, const char *what)
 {
 	int rc = sqlite3_step(st);
 
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
-		return fail(db, what);
+		return db_fail(db, what);
 	return 0;
 }
 
-/* Steps a query expected to return at most one row. */
-static int row(struct db *db, sqlite3_stmt *st, const char *what)
+int db_row(struct db *db, sqlite3_stmt *st, const char *what)
 {
 	int rc = sqlite3_step(st);
 
@@ -369,130 +330,17 @@ static int row(struct db *db, sqlite3_stmt *st, const char *what)
 	sqlite3_reset(st);
 	if (rc == SQLITE_DONE)
 		return ENOENT;
-	return fail(db, what);
-}
-
-#define BIND_TEXT(st, i, s) sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC)
-
-int db_page_get(struct db *db, const char *index, const char *project,
-		struct db_page *p)
-{
-	sqlite3_stmt *st = stmt(db, S_PAGE_GET);
-	int err;
-
-	BIND_TEXT(st, 1, index);
-	BIND_TEXT(st, 2, project);
-	err = row(db, st, "page get");
-	if (err)
-		return err;
-	p->status = sqlite3_column_int(st, 0);
-	text(st, 1, p->etag, sizeof(p->etag));
-	text(st, 2, p->last_modified, sizeof(p->last_modified));
-	p->fetched_at = sqlite3_column_int64(st, 3);
-	p->ttl = (long)sqlite3_column_int64(st, 4);
-	text(st, 5, p->json_sha, sizeof(p->json_sha));
-	text(st, 6, p->html_sha, sizeof(p->html_sha));
-	sqlite3_reset(st);
-	return 0;
-}
-
-int db_page_put(struct db *db, const char *index, const char *project,
-		const struct db_page *p)
-{
-	sqlite3_stmt *st = stmt(db, S_PAGE_PUT);
-
-	BIND_TEXT(st, 1, index);
-	BIND_TEXT(st, 2, project);
-	sqlite3_bind_int(st, 3, p->status);
-	BIND_TEXT(st, 4, p->etag);
-	BIND_TEXT(st, 5, p->last_modified);
-	sqlite3_bind_int64(st, 6, p->fetched_at);
-	sqlite3_bind_int64(st, 7, p->ttl);
-	BIND_TEXT(st, 8, p->json_sha);
-	BIND_TEXT(st, 9, p->html_sha);
-	return run(db, st, "page put");
-}
-
-int db_page_touch(struct db *db, const char *index, const char *project,
-		  long long fetched_at, long ttl)
-{
-	sqlite3_stmt *st = stmt(db, S_PAGE_TOUCH);
-
-	BIND_TEXT(st, 1, index);
-	BIND_TEXT(st, 2, project);
-	sqlite3_bind_int64(st, 3, fetched_at);
-	sqlite3_bind_int64(st, 4, ttl);
-	return run(db, st, "page touch");
-}
-
-struct page_row {
-	char *index, *project;
-	struct db_page p;
-};
-
-int db_page_each(struct db *db,
-		 void (*fn)(const char *index, const char *project,
-			    const struct db_page *p, void *ctx),
-		 void *ctx)
-{
-	sqlite3_stmt *st = stmt(db, S_PAGE_ALL);
-	struct page_row *rows = NULL, *grown, *pr;
-	size_t n = 0;
-	int rc, err = 0;
-
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		grown = realloc(rows, (n + 1) * sizeof(*rows));
-		if (!grown) {
-			err = ENOMEM;
-			break;
-		}
-		rows = grown;
-		pr = &rows[n++];
-		memset(pr, 0, sizeof(*pr));
-		pr->index = strdup((const char *)sqlite3_column_text(st, 0));
-		pr->project = strdup((const char *)sqlite3_column_text(st, 1));
-		pr->p.status = sqlite3_column_int(st, 2);
-		text(st, 3, pr->p.etag, sizeof(pr->p.etag));
-		text(st, 4, pr->p.last_modified, sizeof(pr->p.last_modified));
-		pr->p.fetched_at = sqlite3_column_int64(st, 5);
-		pr->p.ttl = (long)sqlite3_column_int64(st, 6);
-		text(st, 7, pr->p.json_sha, sizeof(pr->p.json_sha));
-		text(st, 8, pr->p.html_sha, sizeof(pr->p.html_sha));
-		if (!pr->index || !pr->project) {
-			err = ENOMEM;
-			break;
-		}
-	}
-	if (!err && rc != SQLITE_DONE)
-		err = fail(db, "page list");
-	sqlite3_reset(st);
-	for (size_t i = 0; i < n; i++) {
-		if (!err)
-			fn(rows[i].index, rows[i].project, &rows[i].p, ctx);
-		free(rows[i].index);
-		free(rows[i].project);
-	}
-	free(rows);
-	return err;
-}
-
-int db_page_delete(struct db *db, const char *index, const char *project)
-{
-	sqlite3_stmt *st = stmt(db, S_PAGE_DELETE);
-
-	BIND_TEXT(st, 1, index);
-	BIND_TEXT(st, 2, project);
-	return run(db, st, "page delete");
+	return db_fail(db, what);
 }
 
 int db_check(struct db *db, char *msg, size_t len)
 {
-	sqlite3_stmt *st = stmt(db, S_CHECK);
+	sqlite3_stmt *st = db_stmt(db, S_CHECK);
 	int err = 0;
 
 	snprintf(msg, len, "ok");
 	if (sqlite3_step(st) == SQLITE_ROW) {
-		text(st, 0, msg, len);
+		db_text(st, 0, msg, len);
 		if (strcmp(msg, "ok") != 0)
 			err = EIO;
 	} else {
@@ -505,290 +353,18 @@ int db_check(struct db *db, char *msg, size_t len)
 
 int db_begin(struct db *db)
 {
-	return run(db, stmt(db, S_BEGIN), "begin");
+	return db_run(db, db_stmt(db, S_BEGIN), "begin");
 }
 
 int db_commit(struct db *db)
 {
-	return run(db, stmt(db, S_COMMIT), "commit");
+	return db_run(db, db_stmt(db, S_COMMIT), "commit");
 }
 
 void db_rollback(struct db *db)
 {
 	if (!sqlite3_get_autocommit(db->conn))
-		run(db, stmt(db, S_ROLLBACK), "rollback");
-}
-
-int db_file_put(struct db *db, const char *index, const char *sha256,
-		const char *filename, const char *url, long long size,
-		int has_meta, const char *meta_sha)
-{
-	sqlite3_stmt *st = stmt(db, S_FILE_PUT);
-
-	BIND_TEXT(st, 1, index);
-	BIND_TEXT(st, 2, sha256);
-	BIND_TEXT(st, 3, filename);
-	BIND_TEXT(st, 4, url);
-	sqlite3_bind_int64(st, 5, size);
-	sqlite3_bind_int(st, 6, has_meta);
-	BIND_TEXT(st, 7, meta_sha ? meta_sha : "");
-	return run(db, st, "file put");
-}
-
-int db_file_get(struct db *db, const char *index, const char *sha256,
-		const char *filename, struct db_file *f)
-{
-	sqlite3_stmt *st = stmt(db, S_FILE_GET);
-	int err;
-
-	BIND_TEXT(st, 1, index);
-	BIND_TEXT(st, 2, sha256);
-	BIND_TEXT(st, 3, filename);
-	err = row(db, st, "file get");
-	if (err)
-		return err;
-	text(st, 0, f->url, sizeof(f->url));
-	f->size = sqlite3_column_int64(st, 1);
-	f->has_meta = sqlite3_column_int(st, 2);
-	text(st, 3, f->meta_sha, sizeof(f->meta_sha));
-	sqlite3_reset(st);
-	return 0;
-}
-
-int db_file_set_meta(struct db *db, const char *sha256, const char *meta_sha)
-{
-	sqlite3_stmt *st = stmt(db, S_FILE_SET_META);
-
-	BIND_TEXT(st, 1, sha256);
-	BIND_TEXT(st, 2, meta_sha);
-	return run(db, st, "file set meta");
-}
-
-int db_flight_insert(struct db *db, const char *key, const char *tmp,
-		     long pid, long long started, long long size)
-{
-	sqlite3_stmt *st = stmt(db, S_FLIGHT_INSERT);
-	int err;
-
-	BIND_TEXT(st, 1, key);
-	BIND_TEXT(st, 2, tmp);
-	sqlite3_bind_int64(st, 3, pid);
-	sqlite3_bind_int64(st, 4, started);
-	sqlite3_bind_int64(st, 5, size);
-	err = run(db, st, "flight insert");
-	if (err)
-		return err;
-	return sqlite3_changes(db->conn) == 1 ? 0 : EEXIST;
-}
-
-/* Reads a flights row from the columns tmp, pid, started, size, sha256
- * starting at col. */
-static void flight_row(sqlite3_stmt *st, int col, struct db_flight *f)
-{
-	text(st, col, f->tmp, sizeof(f->tmp));
-	f->pid = (long)sqlite3_column_int64(st, col + 1);
-	f->started = sqlite3_column_int64(st, col + 2);
-	f->size = sqlite3_column_int64(st, col + 3);
-	text(st, col + 4, f->sha256, sizeof(f->sha256));
-}
-
-int db_flight_get(struct db *db, const char *key, struct db_flight *f)
-{
-	sqlite3_stmt *st = stmt(db, S_FLIGHT_GET);
-	int err;
-
-	BIND_TEXT(st, 1, key);
-	err = row(db, st, "flight get");
-	if (err)
-		return err;
-	flight_row(st, 0, f);
-	sqlite3_reset(st);
-	return 0;
-}
-
-int db_flight_delete(struct db *db, const char *key, const char *tmp)
-{
-	sqlite3_stmt *st = stmt(db, S_FLIGHT_DELETE);
-
-	BIND_TEXT(st, 1, key);
-	BIND_TEXT(st, 2, tmp);
-	return run(db, st, "flight delete");
-}
-
-struct flight_entry {
-	char *key;
-	struct db_flight row;
-};
-
-int db_flight_each(struct db *db,
-		   void (*fn)(const char *key, const struct db_flight *row,
-			      void *ctx),
-		   void *ctx)
-{
-	sqlite3_stmt *st = stmt(db, S_FLIGHT_ALL);
-	struct flight_entry *rows = NULL, *grown;
-	size_t n = 0;
-	int rc, err = 0;
-
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *k = (const char *)sqlite3_column_text(st, 0);
-
-		grown = realloc(rows, (n + 1) * sizeof(*rows));
-		if (!grown) {
-			err = ENOMEM;
-			break;
-		}
-		rows = grown;
-		rows[n].key = strdup(k ? k : "");
-		flight_row(st, 1, &rows[n].row);
-		if (!rows[n++].key) {
-			err = ENOMEM;
-			break;
-		}
-	}
-	if (!err && rc != SQLITE_DONE)
-		err = fail(db, "flight list");
-	sqlite3_reset(st);
-	for (size_t i = 0; i < n; i++) {
-		if (!err)
-			fn(rows[i].key, &rows[i].row, ctx);
-		free(rows[i].key);
-	}
-	free(rows);
-	return err;
-}
-
-int db_flight_set(struct db *db, const char *key, const char *tmp,
-		  long long size)
-{
-	sqlite3_stmt *st = stmt(db, S_FLIGHT_SET);
-
-	BIND_TEXT(st, 1, key);
-	BIND_TEXT(st, 2, tmp);
-	sqlite3_bind_int64(st, 3, size);
-	return run(db, st, "flight set");
-}
-
-int db_flight_set_sha(struct db *db, const char *key, const char *tmp,
-		      const char *sha256)
-{
-	sqlite3_stmt *st = stmt(db, S_FLIGHT_SET_SHA);
-
-	BIND_TEXT(st, 1, key);
-	BIND_TEXT(st, 2, tmp);
-	BIND_TEXT(st, 3, sha256);
-	return run(db, st, "flight set sha256");
-}
-
-int db_outcome_put(struct db *db, const char *key, const char *sha256,
-		   const char *reason)
-{
-	sqlite3_stmt *st = stmt(db, S_OUTCOME_PUT);
-
-	BIND_TEXT(st, 1, key);
-	BIND_TEXT(st, 2, sha256 ? sha256 : "");
-	BIND_TEXT(st, 3, reason ? reason : "");
-	sqlite3_bind_int64(st, 4, (long long)time(NULL));
-	return run(db, st, "outcome put");
-}
-
-int db_outcome_get(struct db *db, const char *key, char sha256[65],
-		   char *reason, size_t len, long long *at)
-{
-	sqlite3_stmt *st = stmt(db, S_OUTCOME_GET);
-	int err;
-
-	BIND_TEXT(st, 1, key);
-	err = row(db, st, "outcome get");
-	if (err)
-		return err;
-	text(st, 0, sha256, 65);
-	text(st, 1, reason, len);
-	if (at)
-		*at = sqlite3_column_int64(st, 2);
-	sqlite3_reset(st);
-	return 0;
-}
-
-int db_upstream_get(struct db *db, const char *host, long long *until,
-		    char *reason, size_t len)
-{
-	sqlite3_stmt *st = stmt(db, S_UPSTREAM_GET);
-	int err;
-
-	BIND_TEXT(st, 1, host);
-	err = row(db, st, "upstream get");
-	if (err)
-		return err;
-	*until = sqlite3_column_int64(st, 0);
-	text(st, 1, reason, len);
-	sqlite3_reset(st);
-	return 0;
-}
-
-int db_upstream_put(struct db *db, const char *host, long long until,
-		    const char *reason)
-{
-	sqlite3_stmt *st = stmt(db, S_UPSTREAM_PUT);
-
-	BIND_TEXT(st, 1, host);
-	sqlite3_bind_int64(st, 2, until);
-	BIND_TEXT(st, 3, reason);
-	return run(db, st, "upstream put");
-}
-
-int db_upstream_delete(struct db *db, const char *host)
-{
-	sqlite3_stmt *st = stmt(db, S_UPSTREAM_DELETE);
-
-	BIND_TEXT(st, 1, host);
-	return run(db, st, "upstream delete");
-}
-
-int db_garbage_add(struct db *db, const char *sha256, long long since)
-{
-	sqlite3_stmt *st = stmt(db, S_GARBAGE_ADD);
-
-	BIND_TEXT(st, 1, sha256);
-	sqlite3_bind_int64(st, 2, since);
-	return run(db, st, "garbage add");
-}
-
-int db_garbage_due(struct db *db, long long before, char (*sha)[65],
-		   size_t max, size_t *n)
-{
-	sqlite3_stmt *st = stmt(db, S_GARBAGE_DUE);
-	int rc;
-
-	*n = 0;
-	sqlite3_bind_int64(st, 1, before);
-	sqlite3_bind_int64(st, 2, (long long)max);
-	while (*n < max && (rc = sqlite3_step(st)) == SQLITE_ROW)
-		text(st, 0, sha[(*n)++], 65);
-	sqlite3_reset(st);
-	return 0;
-}
-
-int db_garbage_delete(struct db *db, const char *sha256)
-{
-	sqlite3_stmt *st = stmt(db, S_GARBAGE_DELETE);
-
-	BIND_TEXT(st, 1, sha256);
-	return run(db, st, "garbage delete");
-}
-
-int db_page_refs(struct db *db, const char *sha256, long *count)
-{
-	sqlite3_stmt *st = stmt(db, S_PAGE_REFS);
-	int err;
-
-	BIND_TEXT(st, 1, sha256);
-	err = row(db, st, "page refs");
-	if (err)
-		return err;
-	*count = (long)sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	return 0;
+		db_run(db, db_stmt(db, S_ROLLBACK), "rollback");
 }
 
 int db_unreferenced(struct db *db, char (*sha)[65], size_t n,
@@ -824,7 +400,7 @@ int db_unreferenced(struct db *db, char (*sha)[65], size_t n,
 		err = 0;
 out:
 	if (err)
-		fail(db, "unreferenced blobs");
+		db_fail(db, "unreferenced blobs");
 	sqlite3_finalize(ins);
 	sqlite3_finalize(sel);
 	sqlite3_exec(db->conn, "DROP TABLE IF EXISTS fsck_blobs", NULL, NULL,

@@ -1,0 +1,72 @@
+/* db_sql: what the db modules (db.c: the connection, the schema, every
+ * statement's text; db_page.c: pages, files, garbage; db_flight.c:
+ * flights, outcomes, upstreams) share. Not for use outside storage/db*.c:
+ * everyone else goes through db.h. */
+#ifndef LARDER_DB_SQL_H
+#define LARDER_DB_SQL_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include <sqlite3.h>
+
+#include "storage/db.h"
+
+/* Every statement, prepared once when the database is opened (their text
+ * is in db.c). */
+enum db_stmt {
+	S_PAGE_GET,
+	S_PAGE_PUT,
+	S_PAGE_TOUCH,
+	S_PAGE_ALL,
+	S_PAGE_DELETE,
+	S_CHECK,
+	S_FILE_PUT,
+	S_FILE_GET,
+	S_FILE_SET_META,
+	S_FLIGHT_INSERT,
+	S_FLIGHT_GET,
+	S_FLIGHT_DELETE,
+	S_FLIGHT_ALL,
+	S_FLIGHT_SET,
+	S_FLIGHT_SET_SHA,
+	S_OUTCOME_PUT,
+	S_OUTCOME_GET,
+	S_UPSTREAM_GET,
+	S_UPSTREAM_PUT,
+	S_UPSTREAM_DELETE,
+	S_GARBAGE_ADD,
+	S_GARBAGE_DUE,
+	S_GARBAGE_DELETE,
+	S_PAGE_REFS,
+	S_BEGIN,
+	S_COMMIT,
+	S_ROLLBACK,
+	S_COUNT
+};
+
+struct db {
+	sqlite3 *conn;
+	sqlite3_stmt *st[S_COUNT];
+	char path[PATH_MAX];
+};
+
+/* Logs what failed with SQLite's message; returns EIO. */
+int db_fail(struct db *db, const char *what);
+
+/* Resets statement s for its next use and returns it. */
+sqlite3_stmt *db_stmt(struct db *db, enum db_stmt s);
+
+/* Copies text column col into out ("" for NULL), truncating to len. */
+void db_text(sqlite3_stmt *st, int col, char *out, size_t len);
+
+/* Runs a statement that returns no rows: 0 or EIO. */
+int db_run(struct db *db, sqlite3_stmt *st, const char *what);
+
+/* Steps a query expected to return at most one row: 0 at the row (reset
+ * the statement after reading it), ENOENT, or EIO. */
+int db_row(struct db *db, sqlite3_stmt *st, const char *what);
+
+#define BIND_TEXT(st, i, s) sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC)
+
+#endif
