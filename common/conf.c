@@ -13,6 +13,7 @@
 #include "common/buf.h"
 #include "common/conf.h"
 #include "common/conf_keys.h"
+#include "common/log.h"
 
 #ifndef SYSCONFDIR
 #define SYSCONFDIR "/etc"
@@ -71,20 +72,6 @@ static void shown(const char *s, int quoted, char *out, size_t outlen)
 		out[n++] = s[i];
 	}
 	out[n] = '\0';
-}
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
 }
 
 /* Writes "NAME:LINE: message" to the error buffer; returns EINVAL. */
@@ -530,7 +517,7 @@ static int parse_into(struct conf *c, const char *name, const char *text,
 		rc = conf_check_indexes(p);
 out:
 	if (rc == ENOMEM)
-		set_err(err, errlen, "%s: out of memory", name ? name : "-");
+		log_reason(err, errlen, "%s: out of memory", name ? name : "-");
 	free(p);
 	return rc;
 }
@@ -559,10 +546,10 @@ int conf_parse(struct conf *c, const char *name, const char *text, size_t len,
 	struct conf tmp;
 	int rc;
 
-	set_err(err, errlen, "%s", "");
+	log_reason(err, errlen, "%s", "");
 	rc = copy_conf(&tmp, c);
 	if (rc) {
-		set_err(err, errlen, "%s: out of memory", name ? name : "-");
+		log_reason(err, errlen, "%s: out of memory", name ? name : "-");
 		return rc;
 	}
 	rc = parse_into(&tmp, name, text, len, err, errlen);
@@ -611,7 +598,7 @@ int conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 	int rc, optional = 0;
 
 	buf_init(&text, MAX_FILE);
-	set_err(err, errlen, "%s", "");
+	log_reason(err, errlen, "%s", "");
 	if (!path || !*path) {
 		path = getenv("LARDER_CONFIG");
 		from = " (from $LARDER_CONFIG)";
@@ -623,7 +610,7 @@ int conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 	}
 	rc = conf_defaults(c);
 	if (rc) {
-		set_err(err, errlen, "%s: out of memory", path);
+		log_reason(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
 	rc = read_file(path, &text);
@@ -632,12 +619,12 @@ int conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 		goto out;
 	}
 	if (rc == EFBIG) {
-		set_err(err, errlen, "%s%s: bigger than %d bytes", path, from,
+		log_reason(err, errlen, "%s%s: bigger than %d bytes", path, from,
 		        MAX_FILE);
 		goto out;
 	}
 	if (rc) {
-		set_err(err, errlen, "%s%s: %s (%d)", path, from, strerror(rc),
+		log_reason(err, errlen, "%s%s: %s (%d)", path, from, strerror(rc),
 		        rc);
 		goto out;
 	}
@@ -649,7 +636,7 @@ int conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 		c->source = strdup(path); /* read it, but it has no name */
 	if (!c->source) {
 		rc = ENOMEM;
-		set_err(err, errlen, "%s: out of memory", path);
+		log_reason(err, errlen, "%s: out of memory", path);
 	}
 out:
 	buf_free(&text);

@@ -68,3 +68,14 @@ void log_info(const char *fmt, ...)
 	emit(NULL, 0, NULL, fmt, ap);
 	va_end(ap);
 }
+
+void log_reason(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}

@@ -6,32 +6,18 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/json.h"
+#include "common/log.h"
 #include "common/names.h"
 #include "common/simple.h"
 
 /* The longest string kept from a page (a URL, a reason); longer is an
  * error, as the HTML parser's caps are. */
 #define MAX_STRING (64 * 1024)
-
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static char lower(char c)
 {
@@ -246,24 +232,37 @@ static int grow(void **arr, size_t n, size_t *cap, size_t sz)
 	return 0;
 }
 
+/* Steps to the next object of an array of them: 1 at an object, 0 at the
+ * end of the array, -1 on error or once kept and dropped items pass max.
+ * Anything else in the array is skipped and counted in *dropped. */
+static int next_object(struct json_reader *r, size_t kept, size_t *dropped,
+		       size_t max, const char *what)
+{
+	int t;
+
+	while ((t = json_value(r)) != JSON_END) {
+		if (kept + *dropped >= max) {
+			snprintf(r->err, sizeof(r->err),
+				 "json: more than %zu %s", max, what);
+			return -1;
+		}
+		if (t == JSON_OBJECT)
+			return 1;
+		if (skip_value(r, t))
+			return -1;
+		(*dropped)++;
+	}
+	return 0;
+}
+
 static int files(struct json_reader *r, const struct simple_opts *o,
 		 size_t max, struct simple_page *p)
 {
 	size_t cap = 0;
 	int t, e;
 
-	while ((t = json_value(r)) != JSON_END) {
-		if (p->nfiles + p->dropped >= max) {
-			snprintf(r->err, sizeof(r->err),
-				 "json: more than %zu files", max);
-			return -1;
-		}
-		if (t != JSON_OBJECT) {
-			if (skip_value(r, t))
-				return -1;
-			p->dropped++;
-			continue;
-		}
+	while ((t = next_object(r, p->nfiles, &p->dropped, max, "files")) ==
+	       1) {
 		if (grow((void **)&p->files, p->nfiles, &cap, sizeof(*p->files)))
 			return ENOMEM;
 		e = file_entry(r, o, &p->files[p->nfiles]);
@@ -274,7 +273,7 @@ static int files(struct json_reader *r, const struct simple_opts *o,
 		else
 			p->nfiles++;
 	}
-	return 0;
+	return t;
 }
 
 /* Reads an array of strings into *out (others are left out). */
@@ -312,18 +311,8 @@ static int projects(struct json_reader *r, size_t max, struct simple_page *p)
 	size_t cap = 0;
 	int t, k;
 
-	while ((t = json_value(r)) != JSON_END) {
-		if (p->nprojects + p->dropped >= max) {
-			snprintf(r->err, sizeof(r->err),
-				 "json: more than %zu projects", max);
-			return -1;
-		}
-		if (t != JSON_OBJECT) {
-			if (skip_value(r, t))
-				return -1;
-			p->dropped++;
-			continue;
-		}
+	while ((t = next_object(r, p->nprojects, &p->dropped, max,
+				"projects")) == 1) {
 		name = NULL;
 		while ((k = json_key(r)) == 1) {
 			int is_name = strcmp(buf_str(&r->str), "name") == 0;
@@ -354,7 +343,7 @@ static int projects(struct json_reader *r, size_t max, struct simple_page *p)
 		}
 		p->projects[p->nprojects++] = name;
 	}
-	return 0;
+	return t;
 }
 
 /* "meta": its "api-version". */
@@ -373,11 +362,11 @@ static int meta(struct json_reader *r, struct simple_page *p, int *claimed,
 			continue;
 		}
 		if (t != JSON_STRING) {
-			fail(err, errlen, "json: \"api-version\" is not a string");
+			log_reason(err, errlen, "json: \"api-version\" is not a string");
 			return EINVAL;
 		}
 		if (simple_api_version(buf_str(&r->str), p->api_version)) {
-			fail(err, errlen, "json: unsupported api-version \"%.20s\"",
+			log_reason(err, errlen, "json: unsupported api-version \"%.20s\"",
 			     buf_str(&r->str));
 			return EINVAL;
 		}
@@ -404,14 +393,14 @@ int simple_parse_json(const char *data, size_t len, const struct simple_opts *o,
 	p->is_list = is_list ? 1 : 0;
 	json_init(&r, data, len, MAX_STRING);
 	if (!o || !o->base_url) {
-		fail(err, errlen, "json: no base URL");
+		log_reason(err, errlen, "json: no base URL");
 		goto out;
 	}
 	max = o->max_files ? o->max_files : SIMPLE_DEFAULT_MAX_FILES;
 	t = json_value(&r);
 	if (t != JSON_OBJECT) {
 		if (t != JSON_ERROR)
-			fail(err, errlen, "json: the document is not an object");
+			log_reason(err, errlen, "json: the document is not an object");
 		goto broken;
 	}
 	while ((k = json_key(&r)) == 1) {
@@ -429,7 +418,7 @@ int simple_parse_json(const char *data, size_t len, const struct simple_opts *o,
 		if (i == T_META && t == JSON_OBJECT) {
 			e = meta(&r, p, &claimed, err, errlen);
 		} else if (i == T_META) {
-			fail(err, errlen, "json: \"meta\" is not an object");
+			log_reason(err, errlen, "json: \"meta\" is not an object");
 			e = EINVAL;
 		} else if (i == T_NAME && t == JSON_STRING && !is_list) {
 			if (!names_normalize(buf_str(&r.str), norm,
@@ -440,7 +429,7 @@ int simple_parse_json(const char *data, size_t len, const struct simple_opts *o,
 			e = is_list ? projects(&r, max, p) :
 				      files(&r, o, max, p);
 		} else if (i == T_LIST) {
-			fail(err, errlen, "json: \"%s\" is not an array",
+			log_reason(err, errlen, "json: \"%s\" is not an array",
 			     is_list ? "projects" : "files");
 			e = EINVAL;
 		} else if (i == T_VERSIONS && t == JSON_ARRAY && !is_list) {
@@ -456,7 +445,7 @@ int simple_parse_json(const char *data, size_t len, const struct simple_opts *o,
 	if (k < 0 || json_end(&r))
 		goto broken;
 	if (!(seen & (1u << T_LIST))) {
-		fail(err, errlen, "json: no \"%s\" array",
+		log_reason(err, errlen, "json: no \"%s\" array",
 		     is_list ? "projects" : "files");
 		e = EINVAL;
 		goto out;
@@ -469,11 +458,11 @@ broken:
 	e = EINVAL;
 	if (strstr(r.err, "out of memory"))
 		e = ENOMEM;
-	fail(err, errlen, "%s", r.err[0] ? r.err : "json: malformed page");
+	log_reason(err, errlen, "%s", r.err[0] ? r.err : "json: malformed page");
 out:
 	json_free(&r);
 	if (e == ENOMEM)
-		fail(err, errlen, "json: out of memory");
+		log_reason(err, errlen, "json: out of memory");
 	if (e)
 		simple_page_free(p);
 	return e;

@@ -147,6 +147,7 @@ ssize_t conn_send(struct conn *c, const void *p, size_t n, int block)
 		unsigned char h[FASTCGI_HEADER_LEN];
 		struct iovec iov[2];
 		ssize_t w;
+		int left;
 
 		if (chunk > FASTCGI_MAX_CONTENT)
 			chunk = FASTCGI_MAX_CONTENT;
@@ -156,14 +157,8 @@ ssize_t conn_send(struct conn *c, const void *p, size_t n, int block)
 			taken += chunk;
 			continue;
 		}
-		if (c->out.len) {
-			int left = push(c, block);
-
-			if (left < 0)
-				return -1;
-			if (left)
-				return (ssize_t)taken;
-		}
+		if ((left = push(c, block)) != 0)
+			return left < 0 ? -1 : (ssize_t)taken;
 		fastcgi_header(h, FASTCGI_STDOUT, c->p.id, chunk, 0);
 		iov[0].iov_base = h;
 		iov[0].iov_len = sizeof(h);
@@ -191,14 +186,8 @@ ssize_t conn_send(struct conn *c, const void *p, size_t n, int block)
 			return -1;
 		}
 		taken += chunk;
-		if (c->out.len) {
-			int left = push(c, block);
-
-			if (left < 0)
-				return -1;
-			if (left)
-				return (ssize_t)taken;
-		}
+		if ((left = push(c, block)) != 0)
+			return left < 0 ? -1 : (ssize_t)taken;
 	}
 	return (ssize_t)taken;
 }
