@@ -406,6 +406,14 @@ void conn_end(struct conn *c)
 	c->state = CONN_IDLE;
 }
 
+void conn_end_close(struct conn *c)
+{
+	conn_end(c);
+	if (c->state != CONN_CLOSED)
+		shutdown(c->fd, SHUT_RDWR);
+	c->state = CONN_CLOSED;
+}
+
 void conn_abort(struct conn *c)
 {
 	static const unsigned char bogus[FASTCGI_HEADER_LEN]; /* version 0 */

@@ -73,6 +73,11 @@ int conn_flush(struct conn *c);
  * else sets CONN_CLOSED. */
 void conn_end(struct conn *c);
 
+/* Ends the request as conn_end() does, then lets go of the connection at
+ * once (CONN_CLOSED) rather than keep it: the web server must not send its
+ * next request to a worker that goes on working on this one. */
+void conn_end_close(struct conn *c);
+
 /* Breaks the response so the web server fails it at once: an invalid
  * record (any front end stops at a protocol error, on any transport), then
  * a close with a reset. c is CONN_CLOSED afterwards. */

@@ -88,7 +88,8 @@ static int send_headers(struct pump *p)
  * upstream has answered, then the bytes. With block, waits for the web
  * server to take them; without, sends what it takes at once (an owner
  * must not let its client slow the download). Returns 0, EPIPE when the
- * client is gone, or an errno with a reason in p->reason. */
+ * client is gone or the response already ended, or an errno with a reason
+ * in p->reason. */
 static int pump(struct pump *p, int block)
 {
 	struct tail *t = &p->t;
@@ -97,7 +98,7 @@ static int pump(struct pump *p, int block)
 	ssize_t n, took;
 	int rc;
 
-	if (p->broken || r->write_failed || r->aborted)
+	if (p->broken || r->write_failed || r->aborted || r->ended)
 		return EPIPE;
 	limit = tail_limit(t, &rc, p->reason, sizeof(p->reason));
 	if (limit < 0)
@@ -156,6 +157,10 @@ static void on_verified(const char *sha256, long long size, void *ctx)
 
 	tail_verified(&p->t, sha256, size);
 	on_progress(size, ctx);
+	/* all of it handed over: the client need not wait while the file
+	 * is stored (fsync, rename, the database) */
+	if (!p->broken && p->r->started && p->t.off == size)
+		req_end(p->r);
 }
 
 /* Runs the fetch this process owns (tail says so) to its end. */
@@ -269,7 +274,8 @@ int fetcher_serve(struct worker *w, struct req *r,
 			continue;
 		}
 		rc = pump(&p, 1);
-		if (rc == EPIPE) /* the client is gone; the owner goes on */
+		/* the client is gone (the owner goes on), or has it all */
+		if (rc == EPIPE)
 			break;
 		if (rc) {
 			snprintf(err, errlen, "%s", p.reason);

@@ -71,7 +71,8 @@ static void serve(struct loop *l, struct conn *c)
 	err = req_init(&r, c);
 	dispatch(&l->w, &r, err);
 	req_free(&r);
-	if (c->state != CONN_CLOSED) /* req_abort() closes it */
+	/* req_abort() closed it, or req_end() ended the request already */
+	if (c->state == CONN_BUSY)
 		conn_end(c);
 	pool_mark(l->board, l->slot, 0);
 	l->w.current = NULL;

@@ -101,7 +101,7 @@ static int out(struct req *r, const void *p, size_t n)
 	const char *c = p;
 	ssize_t w;
 
-	if (r->write_failed || r->aborted)
+	if (r->write_failed || r->aborted || r->ended)
 		return EPIPE;
 	if (r->conn) {
 		if (conn_send(r->conn, p, n, 1) < 0) {
@@ -185,7 +185,7 @@ ssize_t req_write_some(struct req *r, const void *p, size_t n)
 {
 	ssize_t took;
 
-	if (r->write_failed || r->aborted)
+	if (r->write_failed || r->aborted || r->ended)
 		return -1;
 	if (r->head || !n || !r->conn)
 		return req_write(r, p, n) ? -1 : (ssize_t)n;
@@ -199,9 +199,19 @@ ssize_t req_write_some(struct req *r, const void *p, size_t n)
 
 void req_flush(struct req *r)
 {
-	if (r->conn && !r->write_failed && !r->aborted &&
+	if (r->conn && !r->write_failed && !r->aborted && !r->ended &&
 	    conn_flush(r->conn) < 0)
 		r->write_failed = 1;
+}
+
+void req_end(struct req *r)
+{
+	if (!r->conn || !r->started || r->ended || r->aborted ||
+	    r->write_failed)
+		return;
+	conn_end_close(r->conn);
+	clock_gettime(CLOCK_MONOTONIC, &r->t_end);
+	r->ended = 1;
 }
 
 int req_reply(struct req *r, int status, const char *content_type,
@@ -238,7 +248,7 @@ int req_error(struct req *r, int status, const char *reason)
 
 void req_abort(struct req *r)
 {
-	if (r->aborted)
+	if (r->aborted || r->ended)
 		return;
 	r->aborted = 1;
 	if (r->conn)
@@ -299,7 +309,10 @@ void req_log(const struct req *r)
 	struct timespec t1;
 	long ms;
 
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (r->ended)
+		t1 = r->t_end;
+	else
+		clock_gettime(CLOCK_MONOTONIC, &t1);
 	ms = (t1.tv_sec - r->t0.tv_sec) * 1000 +
 	     (t1.tv_nsec - r->t0.tv_nsec) / 1000000;
 	log_info("%s %s%s%s %d %lld %s %ldms%s", r->method, r->path,

@@ -31,10 +31,12 @@ struct req {
 	long long bytes;      /* body bytes sent */
 	const char *cache;    /* HIT, MISS, STALE, REVALIDATED or NULL */
 	int started;          /* headers sent */
+	int ended;            /* complete before the handler returned */
 	int aborted;          /* connection broken on purpose */
 	int write_failed;     /* the client went away */
 	struct buf hdr;       /* headers waiting for req_start */
 	struct timespec t0;
+	struct timespec t_end; /* when req_end() ended it */
 };
 
 /* Prepares r for the request whose variables are in conn (or environ when
@@ -74,6 +76,14 @@ ssize_t req_write_some(struct req *r, const void *p, size_t n);
 
 /* Pushes buffered body bytes to the web server. */
 void req_flush(struct req *r);
+
+/* Completes a started response now, so that the web server finishes it
+ * for the client, while the handler goes on with work of its own (a fetch
+ * owner storing the file it has sent, a prefetch). The connection is let
+ * go with it, so that the web server sends its next request to a free
+ * worker. Writes after it fail and req_abort() does nothing. FastCGI only:
+ * a CGI response ends with its process. */
+void req_end(struct req *r);
 
 /* Sends a complete response with body (Content-Length set here). */
 int req_reply(struct req *r, int status, const char *content_type,

@@ -16,22 +16,28 @@ struct run {
 	struct flight *f;
 	const struct fill_want *want;
 	const struct fill_hooks *hooks;
+	long long size;     /* what the upstream said, -1 before */
 };
 
-/* The upstream said how big the file is: followers that could not know
- * (the page gave no size) learn it from the row. */
+/* The upstream said how big the file is. */
 static void on_size(long long size, void *vctx)
 {
 	struct run *r = vctx;
 
-	if (r->want->size < 0 && r->f->size != size)
-		flight_update(r->db, r->f, size);
+	r->size = size;
 }
 
 static void on_progress(long long written, void *vctx)
 {
 	struct run *r = vctx;
 
+	/* Followers that could not know the size (the page gave none)
+	 * learn it from the row, once there is more to come: a file that
+	 * came whole in the first bytes is announced with its hash instead,
+	 * one database write fewer before its client has it. */
+	if (r->size >= 0 && written < r->size && r->want->size < 0 &&
+	    r->f->size != r->size)
+		flight_update(r->db, r->f, r->size);
 	if (r->hooks && r->hooks->progress)
 		r->hooks->progress(written, r->hooks->ctx);
 }
@@ -65,7 +71,8 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 	     const struct fill_want *want, const struct fill_hooks *hooks,
 	     char sha256[65], char *err, size_t errlen)
 {
-	struct run r = {.db = db, .f = f, .want = want, .hooks = hooks};
+	struct run r = {.db = db, .f = f, .want = want, .hooks = hooks,
+			.size = -1};
 	struct fetch_hooks fh = {.size = on_size, .progress = on_progress,
 				 .ctx = &r};
 	long long size = -1;
@@ -85,11 +92,11 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 	if (!rc)
 		rc = check(want, f->fd, sha256, &size, err, errlen);
 	if (!rc) {
-		/* followers may finish their clients now; the blob is
-		 * published below, and the row goes after that */
-		flight_verified(db, f, sha256);
+		/* this client first, then the followers may finish theirs;
+		 * the blob is published below, and the row goes after that */
 		if (hooks && hooks->verified)
 			hooks->verified(sha256, size, hooks->ctx);
+		flight_verified(db, f, sha256);
 		rc = blob_commit(data_dir, f->tmp, f->fd, sha256);
 		if (rc)
 			snprintf(err, errlen, "%s: storing: %s", want->url,

@@ -189,16 +189,26 @@ void flight_drop(struct db *db, struct flight *f)
 	f->fd = -1;
 }
 
+/* A row change has no file event of its own: touching the temp file
+ * wakes the followers watching it (inotify IN_ATTRIB) at once rather than
+ * at their next poll. */
+static int touched(struct flight *f, int err)
+{
+	if (!err && f->fd >= 0)
+		futimens(f->fd, NULL);
+	return err;
+}
+
 int flight_update(struct db *db, struct flight *f, long long size)
 {
 	f->size = size;
-	return db_flight_set(db, f->key, f->tmp, size);
+	return touched(f, db_flight_set(db, f->key, f->tmp, size));
 }
 
 int flight_verified(struct db *db, struct flight *f, const char *sha256)
 {
 	snprintf(f->sha256, sizeof(f->sha256), "%s", sha256);
-	return db_flight_set_sha(db, f->key, f->tmp, sha256);
+	return touched(f, db_flight_set_sha(db, f->key, f->tmp, sha256));
 }
 
 static void sweep_claim(const char *key, const struct db_flight *row,
