@@ -55,6 +55,7 @@ struct conf {
 	long first_byte_timeout; /* seconds to wait for upstream's answer */
 	long fetch_retries;     /* extra tries after a transient failure */
 	long max_page_size;     /* bytes */
+	int prefetch_metadata;  /* 0/1: fetch the likely next .metadata */
 	int trust_forwarded;    /* 0/1 */
 	long max_requests;      /* per worker before it is recycled; 0 = never */
 	long workers;           /* kept on a listening socket */

@@ -117,6 +117,13 @@ const struct conf_key conf_keys[] = {
     {LARDER(max_page_size), T_SIZE, "64M",
      .help = "The largest upstream page larder accepts; a bigger one is "
              "an error, not an out-of-memory."},
+    {LARDER(prefetch_metadata), T_BOOL, "yes",
+     .help = "When a project page comes from upstream, also fetch the PEP "
+             "658 metadata an installer most likely asks for next (that of "
+             "the newest release's universal wheel), once the page is "
+             "answered, so that the request for it finds it here or on "
+             "its way. A few kilobytes per page; nothing for projects of "
+             "platform wheels only, and nothing in CGI mode."},
     {LARDER(trust_forwarded), T_BOOL, "no",
      .help = "Believe the X-Forwarded-* headers of a request (client "
              "address, scheme, host). Turn it on only behind a proxy you "

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,6 +411,78 @@ out:
 		out->data[start] = '\0';
 	}
 	return err;
+}
+
+/* The most release numbers a version compared here has (1.2.3.4...). */
+#define RELEASE_MAX 8
+
+/* Reads the version of wheel file name fn (name-VERSION-[build-]py-abi-
+ * platform.whl) into rel when it is a final release, and checks its tags
+ * are universal. Returns the count of numbers, 0 when it is not such a
+ * wheel. */
+static size_t universal_release(const char *fn, unsigned long rel[RELEASE_MAX])
+{
+	static const char *const tags[] = {"-py3-none-any.whl",
+					   "-py2.py3-none-any.whl"};
+	const char *v = strchr(fn, '-');
+	size_t len = strlen(fn), n = 0;
+	int universal = 0;
+
+	for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++) {
+		size_t t = strlen(tags[i]);
+
+		if (len > t && strcmp(fn + len - t, tags[i]) == 0)
+			universal = 1;
+	}
+	if (!universal || !v)
+		return 0;
+	for (v++; n < RELEASE_MAX; v++) {
+		char *end;
+
+		if (*v < '0' || *v > '9')
+			return 0;
+		rel[n++] = strtoul(v, &end, 10);
+		v = end;
+		if (*v == '-')
+			return n;
+		if (*v != '.')
+			return 0;
+	}
+	return 0;
+}
+
+/* Compares two releases as PEP 440 does (missing numbers are 0). */
+static int release_cmp(const unsigned long *a, size_t na,
+		       const unsigned long *b, size_t nb)
+{
+	for (size_t i = 0; i < na || i < nb; i++) {
+		unsigned long x = i < na ? a[i] : 0, y = i < nb ? b[i] : 0;
+
+		if (x != y)
+			return x < y ? -1 : 1;
+	}
+	return 0;
+}
+
+int simple_likely_metadata(const struct simple_page *p)
+{
+	unsigned long best[RELEASE_MAX], rel[RELEASE_MAX];
+	size_t nbest = 0, n;
+	int at = -1;
+
+	for (size_t i = 0; i < p->nfiles && i < INT_MAX; i++) {
+		const struct simple_file *f = &p->files[i];
+
+		if (f->yanked || !f->core_metadata || !f->filename)
+			continue;
+		n = universal_release(f->filename, rel);
+		if (!n || (at >= 0 && release_cmp(rel, n, best, nbest) <= 0))
+			continue;
+		memcpy(best, rel, n * sizeof(rel[0]));
+		nbest = n;
+		at = (int)i;
+	}
+	return at;
 }
 
 void simple_page_free(struct simple_page *p)

@@ -120,6 +120,14 @@ int simple_renderable(const struct simple_file *f);
  * when p has none. */
 const char *simple_rendered_version(const struct simple_page *p);
 
+/* The file whose PEP 658 metadata an installer most likely asks for next
+ * after reading page p: the universal wheel (py3-none-any or
+ * py2.py3-none-any) of the highest final release (a version of digits and
+ * dots only: no pre-, post-, dev or local release), not yanked, with its
+ * metadata advertised. Returns its position in p->files, or -1 when there
+ * is none (a project of platform wheels or sdists only). */
+int simple_likely_metadata(const struct simple_page *p);
+
 /* Frees what f owns and zeroes it. */
 void simple_file_free(struct simple_file *f);
 

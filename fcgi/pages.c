@@ -95,6 +95,25 @@ void pages_collect(struct worker *w)
 	}
 }
 
+/* Notes the file whose metadata an installer reading this page likely
+ * asks for next: pypi.c fetches it once the page is answered. */
+static void hint_likely(struct worker *w, const struct conf_index *ix,
+			const struct simple_page *page)
+{
+	const struct simple_file *f;
+	int i = simple_likely_metadata(page);
+
+	if (i < 0)
+		return;
+	f = &page->files[i];
+	if (strlen(f->filename) >= sizeof(w->hint.filename))
+		return;
+	w->hint.index = conf_index_find(w->conf, ix->name);
+	memcpy(w->hint.sha256, f->sha256, sizeof(w->hint.sha256));
+	snprintf(w->hint.filename, sizeof(w->hint.filename), "%s",
+		 f->filename);
+}
+
 /* Parses and renders an upstream 200, stores both renderings and the file
  * list, and writes the page row; the renderings it replaces (old, when
  * have) become garbage. */
@@ -167,6 +186,8 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	if (rc) {
 		db_rollback(w->db);
 		snprintf(err, errlen, "%s: database error", f->url);
+	} else if (!is_list && w->conf->prefetch_metadata && !w->cgi) {
+		hint_likely(w, ix, &page);
 	}
 free_page:
 	simple_page_free(&page);

@@ -17,6 +17,8 @@
 
 #define IMMUTABLE "public, max-age=31536000, immutable"
 
+static void prefetch(struct worker *w);
+
 /* Finds a PEP 691 ?format= in the query, decoded into out. */
 static int query_format(const char *q, char *out, size_t len)
 {
@@ -69,6 +71,7 @@ void pypi_simple(struct worker *w, struct req *r, const struct route *rt)
 		return;
 	}
 again:
+	w->hint.index = -1;
 	rc = pages_get(w, rt->index, project, &p, &r->cache, err,
 		       sizeof(err));
 	if (rc == ENOENT) {
@@ -99,8 +102,15 @@ again:
 		retried = 1;
 		goto again;
 	}
-	if (rc)
+	if (rc) {
 		req_error(r, 500, "cached page is missing from the store");
+	} else if (w->hint.index >= 0) {
+		/* the page is answered: the client reads it while the
+		 * metadata it likely wants next comes */
+		req_end(r);
+		prefetch(w);
+	}
+	w->hint.index = -1;
 }
 
 /* Finds the listing of (sha256, filename) in index idx or its layers.
@@ -154,13 +164,74 @@ static void head_uncached(struct worker *w, struct req *r,
 	req_start(r, 200);
 }
 
+/* What fetching the file (sha256, listed as f by the cache index at
+ * position from), or its .metadata, takes: want, pointing into the
+ * caller's key, url and sha (the blob's hash when known). Returns 1 when
+ * the store has the blob already. */
+static int file_want(struct worker *w, int from, const struct db_file *f,
+		     const char *sha256, int metadata,
+		     struct fetcher_want *want, char key[FLIGHT_KEY_MAX + 1],
+		     char url[2100], char sha[65])
+{
+	memset(want, 0, sizeof(*want));
+	want->content_type = metadata ? "text/plain; charset=utf-8" :
+					"application/octet-stream";
+	want->index = from;
+	want->size = -1;
+	if (metadata) {
+		snprintf(sha, 65, "%s", f->meta_sha);
+		flight_key(key, "meta:%s", sha256);
+		snprintf(url, 2100, "%s.metadata", f->url);
+		if (!*sha)
+			want->meta_of = sha256;
+	} else {
+		snprintf(sha, 65, "%s", sha256);
+		flight_key(key, "blob:%s", sha256);
+		snprintf(url, 2100, "%s", f->url);
+		/* a size of 0 or less on a page is not to be believed (it
+		 * would make the headers a complete-looking answer): unknown,
+		 * unless the file is the empty one */
+		if (f->size > 0)
+			want->size = f->size;
+	}
+	want->key = key;
+	want->url = url;
+	want->expect = sha;
+	if (strcmp(sha, empty_sha) == 0 && !blob_exists(w->conf->data_dir, sha))
+		blob_put(w->conf->data_dir, "", 0, sha);
+	return *sha && blob_exists(w->conf->data_dir, sha);
+}
+
+/* Fetches the metadata the last page refresh hinted at (w->hint), with no
+ * client waiting: a request for it meanwhile follows this fetch. */
+static void prefetch(struct worker *w)
+{
+	const struct worker_hint *h = &w->hint;
+	struct fetcher_want want;
+	struct db_file f;
+	struct req q;
+	char key[FLIGHT_KEY_MAX + 1], url[2100], sha[65], err[1024] = "";
+	int rc;
+
+	if (h->index < 0 ||
+	    db_file_get(w->db, w->conf->index[h->index].name, h->sha256,
+			h->filename, &f) || !f.has_meta ||
+	    file_want(w, h->index, &f, h->sha256, 1, &want, key, url, sha))
+		return;
+	req_quiet(&q);
+	rc = fetcher_serve(w, &q, &want, sha, err, sizeof(err));
+	if (rc && rc != EEXIST)
+		log_warn(rc, key, "prefetch: %s", err);
+	req_free(&q);
+}
+
 void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 {
 	struct send_opts o = {.cache_control = IMMUTABLE};
 	struct fetcher_want want;
 	struct db_file f;
 	char key[FLIGHT_KEY_MAX + 1], url[2100], sha[65], err[1024] = "";
-	int rc, from;
+	int rc, from, stored;
 
 	from = find_file(w, rt->index, rt->sha256, rt->filename, &f);
 	if (from < 0) {
@@ -171,39 +242,15 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 		req_error(r, 404, "upstream advertises no metadata for it");
 		return;
 	}
-	o.content_type = rt->metadata ? "text/plain; charset=utf-8" :
-					"application/octet-stream";
-	memset(&want, 0, sizeof(want));
-	want.content_type = o.content_type;
-	want.index = from;
-	want.size = -1;
-	if (rt->metadata) {
-		snprintf(sha, sizeof(sha), "%s", f.meta_sha);
-		flight_key(key, "meta:%s", rt->sha256);
-		snprintf(url, sizeof(url), "%s.metadata", f.url);
-		if (!*sha)
-			want.meta_of = rt->sha256;
-	} else {
-		snprintf(sha, sizeof(sha), "%s", rt->sha256);
-		flight_key(key, "blob:%s", rt->sha256);
-		snprintf(url, sizeof(url), "%s", f.url);
-		/* a size of 0 or less on a page is not to be believed (it
-		 * would make the headers a complete-looking answer): unknown,
-		 * unless the file is the empty one */
-		if (f.size > 0)
-			want.size = f.size;
-	}
-	if (strcmp(sha, empty_sha) == 0 && !blob_exists(w->conf->data_dir, sha))
-		blob_put(w->conf->data_dir, "", 0, sha);
-	if (*sha && blob_exists(w->conf->data_dir, sha)) {
+	stored = file_want(w, from, &f, rt->sha256, rt->metadata, &want, key,
+			   url, sha);
+	o.content_type = want.content_type;
+	if (stored) {
 		r->cache = "HIT";
 		if (send_blob(w, r, sha, &o))
 			req_error(r, 500, "cannot read the stored file");
 		return;
 	}
-	want.key = key;
-	want.url = url;
-	want.expect = sha;
 	if (r->head) {
 		head_uncached(w, r, &want);
 		return;

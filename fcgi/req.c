@@ -38,6 +38,16 @@ int req_init(struct req *r, struct conn *conn)
 				  sizeof(r->path), r->mount, sizeof(r->mount));
 }
 
+void req_quiet(struct req *r)
+{
+	memset(r, 0, sizeof(*r));
+	clock_gettime(CLOCK_MONOTONIC, &r->t0);
+	buf_init(&r->hdr, MAX_HEADERS);
+	r->method = "GET";
+	r->query = "";
+	r->aborted = 1;
+}
+
 void req_free(struct req *r)
 {
 	buf_free(&r->hdr);

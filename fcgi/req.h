@@ -44,6 +44,10 @@ struct req {
  * the path cannot be decoded (the caller answers 400). */
 int req_init(struct req *r, struct conn *conn);
 
+/* Prepares r as a request that no client waits on, for work a handler
+ * does on its own (a prefetch): whatever it would send goes nowhere. */
+void req_quiet(struct req *r);
+
 /* Frees what r owns. */
 void req_free(struct req *r);
 

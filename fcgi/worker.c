@@ -17,6 +17,7 @@ int worker_open(struct worker *w, const struct conf *c, int cgi)
 	memset(w, 0, sizeof(*w));
 	w->conf = c;
 	w->cgi = cgi;
+	w->hint.index = -1;
 	err = blob_init(c->data_dir);
 	if (!err)
 		err = db_open(c->data_dir, &w->db);

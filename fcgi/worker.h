@@ -10,12 +10,21 @@
 #include "storage/db.h"
 #include "storage/fetch.h"
 
+/* A file a page refresh found worth fetching the metadata of once the
+ * page is answered (conf prefetch_metadata). */
+struct worker_hint {
+	int index;              /* the cache index that listed it, -1: none */
+	char sha256[65];
+	char filename[256];
+};
+
 struct worker {
 	const struct conf *conf;
 	struct db *db;          /* opened in this process, after fork */
 	int cgi;
 	struct conn *conns;     /* FastCGI: the connections this worker holds */
 	struct conn *current;   /* the one whose request is being answered */
+	struct worker_hint hint;
 };
 
 /* Sets up w for this process: data directory layout and the database.

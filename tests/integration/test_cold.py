@@ -25,7 +25,7 @@ import flighthelp as fh
 import stack as stackmod
 import wheels
 from stack import PIP_ACCEPT, JSON_TYPE, http, wait_for
-from wheels import A10, A11
+from wheels import A10, A11, C20
 
 BIG = "larder_demo_big-1.0-py3-none-any.whl"
 BIG_PROJECT = "larder-demo-big"
@@ -131,6 +131,30 @@ def test_head_downloads_nothing(stack, cd):
     assert c["files"] == {} and c["metadata"] == {}, c
     assert not any(k.startswith("GET /packages/") for k in c["requests"]), c
     assert not os.path.exists(blob_path(stack, d.sha256))
+
+
+@pytest.mark.stack(larder_extra={"prefetch_metadata": "yes"})
+def test_a_cold_page_prefetches_the_likely_metadata(stack, cd):
+    """A project page that comes from upstream brings, once it is
+    answered, the PEP 658 metadata of its newest release's universal wheel,
+    fetched once: the installer's request for it is then a hit. Not that of
+    an older release, nor of a yanked one; and a page that was a hit brings
+    nothing."""
+    warm_page(stack, "larder-demo-a")
+    meta_sha = hashlib.sha256(cd[A11].metadata).hexdigest()
+    assert wait_for(lambda: os.path.exists(blob_path(stack, meta_sha))), \
+        stack.standin.counters()
+    r = stack.get(file_path(cd[A11]) + ".metadata")
+    assert r.status == 200 and r.body == cd[A11].metadata, r
+    assert r.header("X-Larder-Cache") == "HIT", dict(r.headers)
+    warm_page(stack, "larder-demo-c")      # 1.0 is yanked, 2.0 is not
+    assert wait_for(lambda: stack.standin.counters()["metadata"].get(C20) == 1), \
+        stack.standin.counters()
+    warm_page(stack, "larder-demo-a")      # a hit: nothing more
+    time.sleep(0.5)
+    c = stack.standin.counters()
+    assert c["metadata"] == {A11: 1, C20: 1}, c
+    assert c["files"] == {}, c
 
 
 @pytest.mark.stack(workers=2)

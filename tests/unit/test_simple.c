@@ -1,7 +1,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/simple.h"
 #include "tests/unit/t.h"
@@ -617,6 +619,60 @@ T(mangled_pages)
 	free(s);
 }
 
+/* A page of the given file names, each with metadata but those marked
+ * "!nometa", yanked when marked "!yanked". */
+static void fake_page(struct simple_page *p, struct simple_file *files,
+		      const char *const *names, size_t n)
+{
+	static char kept[16][128];
+
+	memset(p, 0, sizeof(*p));
+	memset(files, 0, n * sizeof(*files));
+	for (size_t i = 0; i < n && i < 16; i++) {
+		const char *bang = strchr(names[i], '!');
+
+		snprintf(kept[i], sizeof(kept[i]), "%.*s",
+			 (int)(bang ? (size_t)(bang - names[i]) :
+				      strlen(names[i])),
+			 names[i]);
+		files[i].filename = kept[i];
+		files[i].core_metadata = !(bang && !strcmp(bang, "!nometa"));
+		files[i].yanked = bang && !strcmp(bang, "!yanked");
+	}
+	p->files = files;
+	p->nfiles = n;
+}
+
+T(likely_metadata)
+{
+	static const char *const pure[] = {
+		"demo-1.9.tar.gz", "demo-1.9-py3-none-any.whl",
+		"demo-1.10-py3-none-any.whl", "demo-1.10.1-py2.py3-none-any.whl",
+		"demo-1.2.0-py3-none-any.whl", "demo-2.0rc1-py3-none-any.whl",
+		"demo-2.0.dev3-py3-none-any.whl", "demo-1.11+local-py3-none-any.whl",
+		"demo-1.10.0.0-1-py3-none-any.whl"};
+	static const char *const yanked[] = {
+		"demo-1.0-py3-none-any.whl", "demo-3.0-py3-none-any.whl!yanked",
+		"demo-2.0-py3-none-any.whl!nometa"};
+	static const char *const platform[] = {
+		"numeric-1.26.4-cp311-cp311-manylinux_2_17_x86_64.whl",
+		"numeric-1.26.4.tar.gz", "numeric-1.26.4-py3-none-any.whl.bak",
+		"numeric-py3-none-any.whl", "numeric--py3-none-any.whl"};
+	struct simple_file files[16];
+	struct simple_page p;
+
+	/* 1.10.1 beats 1.10, 1.9 and 1.2.0 (numbers, not strings); no
+	 * pre-, dev or local release; a build tag is read past */
+	fake_page(&p, files, pure, sizeof(pure) / sizeof(pure[0]));
+	CHECK_INT(simple_likely_metadata(&p), 3);
+	fake_page(&p, files, yanked, sizeof(yanked) / sizeof(yanked[0]));
+	CHECK_INT(simple_likely_metadata(&p), 0);
+	fake_page(&p, files, platform, sizeof(platform) / sizeof(platform[0]));
+	CHECK_INT(simple_likely_metadata(&p), -1);
+	fake_page(&p, files, pure, 0);
+	CHECK_INT(simple_likely_metadata(&p), -1);
+}
+
 int main(void)
 {
 	RUN(parse_pypi);
@@ -635,5 +691,6 @@ int main(void)
 	RUN(render_limit);
 	RUN(accept_direct);
 	RUN(mangled_pages);
+	RUN(likely_metadata);
 	return t_done();
 }
