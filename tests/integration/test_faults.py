@@ -229,32 +229,12 @@ def rows(data_dir, sql, args=()):
         conn.close()
 
 
-def flights(data_dir):
-    return rows(data_dir, "SELECT key, tmp, pid FROM flights")
-
-
-def parts(data_dir):
-    d = os.path.join(data_dir, "tmp")
-    return sorted(n for n in os.listdir(d) if n.endswith(".part")) if os.path.isdir(d) else []
-
-
-def wait_settled(data_dir, timeout=20.0):
-    """Waits until the flights table is empty and DATA/tmp has no *.part
-    file; returns what is left (([rows], [parts]) when time ran out)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        left = (flights(data_dir), parts(data_dir))
-        if not left[0] and not left[1]:
-            return left
-        if time.monotonic() > deadline:
-            return left
-        time.sleep(0.1)
-
-
 def assert_settled(st, timeout=20.0):
-    left = wait_settled(st.data_dir, timeout)
-    assert left == ([], []), "left behind after %.0f s: flights %s, temp files %s" % (
-        timeout, left[0], left[1])
+    """No fetch runs nor left anything behind: the owner of a miss goes on
+    storing the file after its client has it all."""
+    rows, parts = fh.wait_settled(st.data_dir, timeout)
+    assert not rows and not parts, "left behind after %.0f s: flights %s, temp files %s" % (
+        timeout, rows, sorted(parts))
 
 
 def assert_store_sound(st, absent=()):
@@ -272,6 +252,13 @@ def has_blob(st, sha):
 def assert_good_file(r, d):
     assert r.status == 200 and r.complete, r
     assert len(r.body) == d.size and sha256(r.body) == d.sha256, r
+
+
+def assert_stored(st, d):
+    """Fetches d and waits until its owner has stored it."""
+    assert_good_file(get(st, file_path(d)), d)
+    assert_settled(st)
+    assert has_blob(st, d.sha256)
 
 
 def assert_failed_clearly(r, d=None):
@@ -466,6 +453,7 @@ def test_file_faults_commit_nothing(stack, fd):
         assert "error: blob:%s: " % c.dist.sha256 in log, (c.id, "no reason logged")
     clear(stack)
     run_cases(cases, lambda c: assert_good_file(get(stack, file_path(c.dist)), c.dist))
+    assert_settled(stack)
     assert all(has_blob(stack, c.dist.sha256) for c in cases)
     assert_settled(stack)
     assert_store_sound(stack)
@@ -1035,7 +1023,7 @@ def test_sigkill_storm_leaves_a_clean_store(stack, fd, pip_venv, tmp_path):
                  before_lines=[l for l in before.splitlines() if not l[0].isdigit()])
     st.larder.stop()
     st.larder.start()
-    left = wait_settled(data_dir, 10)
+    left = fh.wait_settled(data_dir, 10)
     rc, out = larder_fsck(st)
     assert rc == 0, "first fsck after the storm (kills %s, installs %s, left %s):\n%s" % (
         dict(kills), results, left, out)
@@ -1074,7 +1062,7 @@ def _problem(st, fd, kind):
     data = st.data_dir
     if kind == "corrupt-blob":
         d = fd[A11]
-        assert_good_file(get(st, file_path(d)), d)
+        assert_stored(st, d)
         _corrupt(_blob(st, d.sha256))
 
         def after():
@@ -1082,12 +1070,12 @@ def _problem(st, fd, kind):
             assert any(n.startswith(d.sha256) for n in q), q
             assert not has_blob(st, d.sha256)
             before = file_gets(st, A11)
-            assert_good_file(get(st, file_path(d)), d)  # fetched again
+            assert_stored(st, d)  # fetched again
             assert file_gets(st, A11) == before + 1
         return r"corrupt: \S*%s hashes to" % d.sha256, after
     if kind == "misplaced-blob":
         d = fd[A10]
-        assert_good_file(get(st, file_path(d)), d)
+        assert_stored(st, d)
         wrong = os.path.join(data, "blobs", "sha256", "00", "00")
         os.makedirs(wrong, exist_ok=True)
         with open(_blob(st, d.sha256), "rb") as src:
@@ -1130,8 +1118,8 @@ def _problem(st, fd, kind):
         conn.close()
 
         def after():
-            assert flights(data) == [] and not os.path.exists(tmp)
-            assert_good_file(get(st, file_path(d)), d)
+            assert fh.flights(data) == [] and not os.path.exists(tmp)
+            assert_stored(st, d)
         return r"dead claim: blob:%s \(%s\)" % (d.sha256, re.escape(tmp)), after
     if kind == "stray-temp":
         tmp = os.path.join(data, "tmp", "424242.0123456789abcdef.part")
@@ -1386,7 +1374,7 @@ def test_hostile_requests(stack, fd):
     upstream and changes nothing on disk."""
     d = fd[A11]
     warm_page(stack, "larder-demo-a")
-    assert_good_file(get(stack, file_path(d)), d)
+    assert_stored(stack, d)
     stack.standin.reset()
     before_files = listing_with_sizes(stack.data_dir)
     before_db = db_content(stack.data_dir)
@@ -1495,7 +1483,7 @@ def test_bogus_ranges(stack, fd, mode):
     d = fd[A11]
     warm_page(stack, "larder-demo-a")
     warm_page(stack, "larder-demo-c")
-    assert_good_file(get(stack, file_path(d)), d)
+    assert_stored(stack, d)
     before = listing_with_sizes(stack.data_dir)
     for rng in BOGUS_RANGES:
         rng = rng % {"size": d.size} if "%" in rng else rng

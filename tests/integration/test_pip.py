@@ -15,6 +15,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
+import flighthelp as fh
 import stack as stackmod
 from stack import JSON_TYPE, HTML_TYPE, PIP_ACCEPT, http, raw_request
 
@@ -120,6 +121,7 @@ def test_cold_install(stack, new_venv, dists):
     assert all(n == 1 for n in c["files"].values()), c
     assert all(n == 1 for n in c["metadata"].values()), c
 
+    fh.wait_settled(stack.data_dir)   # the last file may still be storing
     blobs = stackmod.blobs(stack.data_dir)
     for fn in NEEDED:
         assert "sha256/%s/%s/%s" % (dists[fn].sha256[:2], dists[fn].sha256[2:4],
@@ -419,6 +421,9 @@ def test_files_warm_headers_and_range(stack, dists):
     r = stack.get(path)
     assert r.status == 200 and r.complete, r
     assert sha256(r.body) == d.sha256
+    # the owner stores the file after its client has it; meanwhile a
+    # request would follow the fetch (a MISS from the verified temp file)
+    assert fh.wait_settled(stack.data_dir) == ([], {})
 
     r = stack.get(path)
     assert r.status == 200 and r.complete, r
@@ -548,6 +553,7 @@ def test_hostile_paths(stack, dists):
     sha = dists[A11].sha256
     file_path(stack, "larder-demo-a", A11)
     assert stack.get("/root/pypi/files/%s/%s" % (sha, A11)).status == 200
+    assert fh.wait_settled(stack.data_dir) == ([], {})
     before = stackmod.data_listing(stack.data_dir)
     stack.standin.reset()
     port = stack.nginx.port
