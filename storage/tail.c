@@ -279,7 +279,7 @@ long long tail_limit(struct tail *t, int *rc, char *err, size_t errlen)
 		if (t->size < 0)
 			t->size = t->f.size;
 	} else if (!t->done && (t->size < 0 ||
-				(!t->verified && t->avail >= t->size - 1))) {
+				(!t->verified && t->avail >= t->size))) {
 		/* what the owner's row says, when it matters: the size, and
 		 * whether the bytes are known good */
 		if (flight_pending(t->db, &t->f)) {
@@ -318,7 +318,7 @@ long long tail_limit(struct tail *t, int *rc, char *err, size_t errlen)
 	}
 	if (t->size < 0)
 		return t->off;
-	limit = t->verified ? t->size : t->size - 1;
+	limit = t->verified ? t->size : t->size - TAIL_HOLD;
 	if (t->prev >= 0)
 		limit = t->off; /* nothing more until checked */
 	if (t->avail < limit)

@@ -2,9 +2,9 @@
  *
  * Every requester of a missing file, the owner of its fetch included,
  * reads the owner's temp file as it grows and hands the bytes on; none of
- * them may hand out the last byte before the bytes are known good (the
- * owner verified them, or the blob is committed), so a client never takes
- * a complete-looking wrong file. A follower whose owner dies takes the
+ * them may hand out the last TAIL_HOLD bytes before the bytes are known
+ * good (the owner verified them, or the blob is committed), so a client
+ * never takes a complete-looking wrong file. A follower whose owner dies takes the
  * fetch over (it becomes the owner and runs fill_run), and one that moves
  * to a restarted fetch goes on only if the new file starts with the bytes
  * it already handed out. Protocol-free: the caller writes the bytes to
@@ -73,11 +73,18 @@ int tail_start(struct tail *t, struct db *db, const char *data_dir,
  * t follows the fetch like anyone else's. */
 void tail_handed(struct tail *t);
 
+/* What is held back until the bytes are known good. One byte would do,
+ * were it not for Apache: when a FastCGI response breaks, it appends its
+ * error page to the body, and with the Content-Length already sent the
+ * client may take that page's first bytes for the missing end of the file.
+ * No error page is this long. */
+#define TAIL_HOLD (64 * 1024)
+
 /* The owner's fill ended (fill_run returned rc, sha256 the blob). */
 void tail_filled(struct tail *t, int rc, const char *sha256);
 
-/* The owner's bytes are verified (fill_hooks.verified): the last byte may
- * go. */
+/* The owner's bytes are verified (fill_hooks.verified): the held-back
+ * bytes may go. */
 void tail_verified(struct tail *t, const char *sha256, long long size);
 
 /* Returns how far bytes may be handed out now (t->off..limit), refreshing

@@ -316,6 +316,13 @@ def test_miss_streams_through(fe_env):
     assert env.standin.counters()["files"].get(BIG) == 1
 
 
+def _how_it_differs(body, d):
+    """(length got, length of the file, first differing offsets, last bytes
+    got and expected): what a wrong complete answer was made of."""
+    diffs = [i for i in range(min(len(body), d["size"])) if body[i] != d["data"][i]]
+    return len(body), d["size"], diffs[:5], body[-8:], d["data"][-8:]
+
+
 @kinds(ALL)
 def test_failed_download_ends_at_once(fe_env):
     """A download whose bytes turn out wrong once its headers are out
@@ -333,7 +340,7 @@ def test_failed_download_ends_at_once(fe_env):
     r = http(fe.base + file_path(d), timeout=60)
     took = time.monotonic() - t0
     assert not (r.status == 200 and r.complete), \
-        (r, dict(r.headers or {}), sha256(r.body) == d["sha256"])
+        (r, dict(r.headers or {}), sha256(r.body) == d["sha256"], _how_it_differs(r.body, d))
     if r.status == 200:
         assert len(r.body) < d["size"], r
     assert took < upstream_time + 1.0, \
