@@ -540,9 +540,16 @@ class Bench:
 
     # -- parties
 
-    def fresh(self, name):
-        """The party started with an empty state."""
+    def fresh(self, name, larder_extra=None):
+        """The party started with an empty state (a larder party with
+        larder_extra's [larder] keys, when given)."""
         p = self.parties[name]
+        if isinstance(p, partymod.Larder):
+            # as shipped (the tests' config turns the prefetch off)
+            keys = {"prefetch_metadata": "yes"}
+            keys.update(kv.split("=", 1) for kv in self.args.larder_set)
+            keys.update(larder_extra or {})
+            p.larder_extra = keys
         p.start()
         self.running.append(p)
         return p
@@ -929,41 +936,52 @@ class Bench:
         reps = self.args.metadata_reps
         self.res.workload(
             "metadata", "PEP 658 metadata of %d wheels" % len(metas), "docs/s", "higher",
-            "direct", ["cold", "hot"],
+            "direct", ["cold", "cold-prefetched", "hot"],
             "The `.metadata` sibling of %d wheels fetched one after another on kept-alive "
-            "connections, as pip does while resolving: cold (pages fetched first, "
-            "untimed), then hot (%d passes). Each document's sha256 is checked."
-            % (len(metas), reps))
+            "connections, as pip does while resolving, their pages fetched first, "
+            "untimed: cold, every document a miss (larder with prefetch_metadata = no); "
+            "cold-prefetched, larder as shipped, which fetched the likeliest document of "
+            "each page once the page was answered (the other parties as in cold); then "
+            "hot (%d passes). Each document's sha256 is checked." % (len(metas), reps))
         for rnd in range(self.rounds("metadata")):
             for pname in self.rotate(self.caches(), rnd):
-                p = self.fresh(pname)
-                client = Client()
-                try:
-                    urls = []
-                    pages = {}
-                    for w in metas:
-                        if w["project"] not in pages:
-                            pages[w["project"]] = page_files(client, p.index_url, w["project"])
-                        urls.append((pages[w["project"]][w["filename"]] + ".metadata",
-                                     w["metadata_sha256"]))
-                    for case, passes in (("cold", 1), ("hot", reps)):
-                        bad = 0
-                        with Meter(p) as m:
-                            for _ in range(passes):
-                                for url, sha in urls:
-                                    status, _, body = client.get(url)
-                                    if status != 200 or \
-                                            hashlib.sha256(body).hexdigest() != sha:
-                                        bad += 1
-                        if bad:
-                            self.fail("%s metadata %s: %d bad documents" % (pname, case, bad))
-                        rate = passes * len(urls) / m.wall
-                        self.res.add("metadata", pname, case, rate, m, errors=bad)
-                        log("metadata round %d %-18s %-4s %8.1f docs/s" % (
-                            rnd + 1, pname, case, rate))
-                finally:
-                    client.close()
-                    self.done(p)
+                for cold in ("cold", "cold-prefetched"):
+                    self._metadata(pname, rnd, metas, cold, reps)
+
+    def _metadata(self, pname, rnd, metas, cold, reps):
+        if cold == "cold":
+            p = self.fresh(pname, larder_extra={"prefetch_metadata": "no"})
+        else:
+            p = self.fresh(pname)
+        client = Client()
+        try:
+            urls = []
+            pages = {}
+            for w in metas:
+                if w["project"] not in pages:
+                    pages[w["project"]] = page_files(client, p.index_url, w["project"])
+                urls.append((pages[w["project"]][w["filename"]] + ".metadata",
+                             w["metadata_sha256"]))
+            for case, passes in ((cold, 1), ("hot", reps)):
+                if case == "hot" and cold != "cold":
+                    break
+                bad = 0
+                with Meter(p) as m:
+                    for _ in range(passes):
+                        for url, sha in urls:
+                            status, _, body = client.get(url)
+                            if status != 200 or \
+                                    hashlib.sha256(body).hexdigest() != sha:
+                                bad += 1
+                if bad:
+                    self.fail("%s metadata %s: %d bad documents" % (pname, case, bad))
+                rate = passes * len(urls) / m.wall
+                self.res.add("metadata", pname, case, rate, m, errors=bad)
+                log("metadata round %d %-18s %-15s %8.1f docs/s" % (
+                    rnd + 1, pname, case, rate))
+        finally:
+            client.close()
+            self.done(p)
 
     def w_cold_files(self):
         n = self.args.cold_files
@@ -1324,9 +1342,15 @@ class Bench:
              fails if measured else None, "0", fails == 0)
 
         # -- cold fetches
+        # judged on the miss path: in this workload the prefetch has all
+        # the time it wants between the pages and the documents, which an
+        # installer does not give it
         v = ratio("metadata", "larder-nginx", "direct", "cold")
-        goal("Cold metadata: larder behind nginx / direct, docs/s", v, ">= 1.0",
-             v is not None and v >= 1.0)
+        pf = ratio("metadata", "larder-nginx", "direct", "cold-prefetched")
+        goal("Cold metadata, every document a miss: larder behind nginx / direct, docs/s",
+             v, ">= 1.0", v is not None and v >= 1.0,
+             "as shipped, the likeliest document of each page prefetched: %s" % (
+                 "%.3g" % pf if pf is not None else "not measured"))
         v = r.get("cold-files-cpu", "larder-nginx", "cpu-ms-per-file")
         ex = r.extras("cold-files-cpu", "larder-nginx", "cpu-ms-per-file")
         beyond = r.get("cold-files-cpu", "larder-nginx", "beyond-storing")
@@ -1467,6 +1491,9 @@ def parse_args(argv):
     ap.add_argument("--mbit", type=float, default=200.0,
                     help="the upstream link's bandwidth, shared (0: no cap)")
     ap.add_argument("--larder-workers", type=int, default=4)
+    ap.add_argument("--larder-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a [larder] key for every larder party (repeatable), e.g. "
+                    "prefetch_metadata=no")
     ap.add_argument("--parties", default=",".join(partymod.ALL))
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--venv", default=None,
@@ -1480,6 +1507,9 @@ def parse_args(argv):
     ap.add_argument("--smoke", action="store_true",
                     help="every workload once, tiny corpus, short runs (CI)")
     args = ap.parse_args(argv)
+    for kv in args.larder_set:
+        if not re.match(r"^[a-z_]+=", kv):
+            ap.error("--larder-set wants KEY=VALUE, got %r" % kv)
     if args.smoke:
         args.rounds = args.parallel_rounds = 1
         args.installs = 3

@@ -272,17 +272,19 @@ class Larder(Party):
     the configs shipped in conf/."""
 
     kind = "larder"
+    larder_extra = None  # [larder] keys for the next start() only
 
     def start(self):
         d = self._new_dir()
+        extra, self.larder_extra = self.larder_extra, None
         if self.name == "larder-nginx":
             self.fe = LarderNginx(d, self.upstream.index_port, self.args,
-                                  self.upstream.files_port)
+                                  self.upstream.files_port, extra)
         else:
             self.fe = frontends.make_frontend(
                 LARDER_KINDS[self.name], d, self.upstream.index_port, cache_ttl=3600,
                 workers=self.args.larder_workers, binary=self.args.larder,
-                files_port=self.upstream.files_port)
+                files_port=self.upstream.files_port, larder_extra=extra)
         try:
             self.fe.start(timeout=30)
         except RuntimeError as e:
@@ -343,7 +345,7 @@ class LarderNginx:
 
     kind = "nginx"
 
-    def __init__(self, workdir, upstream_port, args, files_port):
+    def __init__(self, workdir, upstream_port, args, files_port, larder_extra=None):
         self.dir = workdir
         self.port = stack.free_port()
         self.data_dir = os.path.join(workdir, "data")
@@ -354,7 +356,7 @@ class LarderNginx:
         os.makedirs(self.data_dir)
         with open(self.conf, "w") as f:
             f.write(stack.larder_conf(self.data_dir, upstream_port, cache_ttl=3600,
-                                      files_port=files_port))
+                                      files_port=files_port, extra=larder_extra))
         self.larder = self.nginx = None
 
     @property
