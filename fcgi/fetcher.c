@@ -25,6 +25,8 @@
  * rather than a broken transfer, and a big one streams at once. */
 #define START_BYTES (64 * 1024)
 #define START_MS 50
+/* A file up to this size is stored in a few ms (fsync included). */
+#define KEEP_BYTES (1024 * 1024)
 
 /* One request following (or owning) a fetch. */
 struct pump {
@@ -158,9 +160,11 @@ static void on_verified(const char *sha256, long long size, void *ctx)
 	tail_verified(&p->t, sha256, size);
 	on_progress(size, ctx);
 	/* all of it handed over: the client need not wait while the file
-	 * is stored (fsync, rename, the database) */
+	 * is stored (fsync, rename, the database); the connection stays for
+	 * the web server's next request when that is quick, as it is for a
+	 * small file, so it rides this worker's warm upstream connection */
 	if (!p->broken && p->r->started && p->t.off == size)
-		req_end(p->r);
+		req_end(p->r, size <= KEEP_BYTES);
 }
 
 /* Runs the fetch this process owns (tail says so) to its end. */

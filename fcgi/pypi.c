@@ -107,7 +107,7 @@ again:
 	} else if (w->hint.index >= 0) {
 		/* the page is answered: the client reads it while the
 		 * metadata it likely wants next comes */
-		req_end(r);
+		req_end(r, 0);
 		prefetch(w);
 	}
 	w->hint.index = -1;

@@ -214,12 +214,15 @@ void req_flush(struct req *r)
 		r->write_failed = 1;
 }
 
-void req_end(struct req *r)
+void req_end(struct req *r, int keep)
 {
 	if (!r->conn || !r->started || r->ended || r->aborted ||
 	    r->write_failed)
 		return;
-	conn_end_close(r->conn);
+	if (keep)
+		conn_end(r->conn);
+	else
+		conn_end_close(r->conn);
 	clock_gettime(CLOCK_MONOTONIC, &r->t_end);
 	r->ended = 1;
 }
