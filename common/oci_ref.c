@@ -1,0 +1,249 @@
+/* oci_ref: OCI names, tags, digests and the /v2/ routes (oci_ref.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "common/oci_ref.h"
+
+static int lower_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+static int alnum(char c)
+{
+	return lower_alnum(c) || (c >= 'A' && c <= 'Z');
+}
+
+static int hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+/* Steps over one separator at s[i]: ".", "_", "__" or "-"+. Returns the
+ * index after it, or i when there is none. */
+static size_t separator(const char *s, size_t n, size_t i)
+{
+	if (s[i] == '.')
+		return i + 1;
+	if (s[i] == '_')
+		return i + 1 < n && s[i + 1] == '_' ? i + 2 : i + 1;
+	while (i < n && s[i] == '-')
+		i++;
+	return i;
+}
+
+int oci_name_valid(const char *s, size_t n)
+{
+	size_t i = 0, next;
+
+	if (n == 0 || n > OCI_MAX_NAME)
+		return 0;
+	for (;;) {
+		/* a component: alnum runs joined by separators */
+		if (!lower_alnum(s[i]))
+			return 0;
+		while (i < n && lower_alnum(s[i]))
+			i++;
+		if (i == n)
+			return 1;
+		if (s[i] == '/') {
+			if (++i == n)
+				return 0;
+			continue;
+		}
+		next = separator(s, n, i);
+		if (next == i || next == n)
+			return 0;
+		i = next;
+	}
+}
+
+int oci_tag_valid(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > OCI_MAX_TAG || !(alnum(s[0]) || s[0] == '_'))
+		return 0;
+	for (i = 1; i < n; i++)
+		if (!alnum(s[i]) && s[i] != '_' && s[i] != '.' && s[i] != '-')
+			return 0;
+	return 1;
+}
+
+/* The spec's digest grammar, whatever the algorithm. */
+static int digest_form(const char *s, size_t n, size_t *colon)
+{
+	size_t i = 0;
+
+	for (;;) {
+		if (i == n || !lower_alnum(s[i]))
+			return 0;
+		while (i < n && lower_alnum(s[i]))
+			i++;
+		if (i == n)
+			return 0;
+		if (s[i] == ':')
+			break;
+		if (!strchr("+._-", s[i]))
+			return 0;
+		i++;
+	}
+	*colon = i++;
+	if (i == n)
+		return 0;
+	for (; i < n; i++)
+		if (!alnum(s[i]) && !strchr("=_-", s[i]))
+			return 0;
+	return 1;
+}
+
+int oci_digest_check(const char *s, size_t n)
+{
+	size_t colon, i, want;
+
+	if (!digest_form(s, n, &colon))
+		return EINVAL;
+	if (colon == 6 && memcmp(s, "sha256", 6) == 0)
+		want = 64;
+	else if (colon == 6 && memcmp(s, "sha512", 6) == 0)
+		want = 128;
+	else
+		return ENOTSUP;
+	if (n - colon - 1 != want)
+		return EINVAL;
+	for (i = colon + 1; i < n; i++)
+		if (!hex(s[i]))
+			return EINVAL;
+	return 0;
+}
+
+static void fail(struct oci_route *r, int status, const char *code,
+		 const char *reason)
+{
+	r->kind = OCI_ERROR;
+	r->status = status;
+	r->code = code;
+	r->reason = reason;
+}
+
+/* Takes the name (path[0..n)) into r; 0 when it is valid. */
+static int take_name(struct oci_route *r, const char *p, size_t n)
+{
+	if (!oci_name_valid(p, n)) {
+		fail(r, 400, "NAME_INVALID", n > OCI_MAX_NAME ?
+		     "repository name too long" : "invalid repository name");
+		return -1;
+	}
+	memcpy(r->name, p, n);
+	r->name[n] = '\0';
+	return 0;
+}
+
+/* Takes a digest reference into r; 0 when it is one larder can check. */
+static int take_digest(struct oci_route *r, const char *p, size_t n)
+{
+	int rc = oci_digest_check(p, n);
+
+	if (rc == ENOTSUP) {
+		fail(r, 400, "UNSUPPORTED", "digest algorithm not supported");
+		return -1;
+	}
+	if (rc) {
+		fail(r, 400, "DIGEST_INVALID", "invalid digest");
+		return -1;
+	}
+	memcpy(r->ref, p, n);
+	r->ref[n] = '\0';
+	r->by_digest = 1;
+	return 0;
+}
+
+static int is(const char *p, size_t n, const char *word)
+{
+	return strlen(word) == n && memcmp(p, word, n) == 0;
+}
+
+void oci_route_parse(const char *method, const char *path,
+		     struct oci_route *r)
+{
+	const char *rest, *last, *kind;
+	size_t n, namelen, kindlen, reflen;
+
+	memset(r, 0, sizeof(*r));
+	if (strncmp(path, "/v2", 3) != 0 || (path[3] && path[3] != '/')) {
+		fail(r, 404, "NAME_UNKNOWN", "not an OCI path");
+		return;
+	}
+	rest = path[3] ? path + 4 : path + 3;
+	n = strlen(rest);
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+		fail(r, 405, "UNSUPPORTED", "this registry is a read-only cache");
+		return;
+	}
+	if (n == 0) {
+		r->kind = OCI_BASE;
+		return;
+	}
+	/* .../{kind}/{ref}: the last two segments */
+	last = memrchr(rest, '/', n);
+	if (!last || last == rest) {
+		fail(r, 404, "NAME_UNKNOWN", "no such endpoint");
+		return;
+	}
+	kind = memrchr(rest, '/', (size_t)(last - rest));
+	kind = kind ? kind + 1 : rest;
+	kindlen = (size_t)(last - kind);
+	reflen = n - (size_t)(last + 1 - rest);
+	namelen = kind > rest ? (size_t)(kind - 1 - rest) : 0;
+	if (namelen == 0) {
+		fail(r, 404, "NAME_UNKNOWN", "no such endpoint");
+		return;
+	}
+	if (is(kind, kindlen, "tags") && is(last + 1, reflen, "list")) {
+		if (take_name(r, rest, namelen) == 0)
+			r->kind = OCI_TAGS;
+		return;
+	}
+	if (is(kind, kindlen, "blobs") && is(last + 1, reflen, "uploads")) {
+		fail(r, 405, "UNSUPPORTED", "this registry is a read-only cache");
+		return;
+	}
+	if (is(kind, kindlen, "manifests")) {
+		if (take_name(r, rest, namelen))
+			return;
+		if (memchr(last + 1, ':', reflen)) {
+			if (take_digest(r, last + 1, reflen) == 0)
+				r->kind = OCI_MANIFEST;
+			return;
+		}
+		if (!oci_tag_valid(last + 1, reflen)) {
+			fail(r, 404, "MANIFEST_UNKNOWN", "invalid tag");
+			return;
+		}
+		memcpy(r->ref, last + 1, reflen);
+		r->ref[reflen] = '\0';
+		r->kind = OCI_MANIFEST;
+		return;
+	}
+	if (is(kind, kindlen, "blobs") || is(kind, kindlen, "referrers")) {
+		if (take_name(r, rest, namelen) == 0 &&
+		    take_digest(r, last + 1, reflen) == 0)
+			r->kind = is(kind, kindlen, "blobs") ? OCI_BLOB
+							     : OCI_REFERRERS;
+		return;
+	}
+	fail(r, 404, "NAME_UNKNOWN", "no such endpoint");
+}
+
+int oci_error_body(struct buf *b, const char *code, const char *message)
+{
+	if (buf_adds(b, "{\"errors\":[{\"code\":") ||
+	    json_put_string(b, code) || buf_adds(b, ",\"message\":") ||
+	    json_put_string(b, message) ||
+	    buf_adds(b, ",\"detail\":null}]}"))
+		return ENOMEM;
+	return 0;
+}

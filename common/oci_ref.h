@@ -1,0 +1,70 @@
+/* oci_ref: the OCI distribution spec's grammar for repository names, tags
+ * and digests, the pull side of its /v2/ URL space, and its error bodies.
+ * I/O-free.
+ *
+ *   /v2/                                   the API base
+ *   /v2/{name}/manifests/{tag or digest}
+ *   /v2/{name}/blobs/{digest}
+ *   /v2/{name}/tags/list
+ *   /v2/{name}/referrers/{digest}
+ *
+ * {name} is one or more '/'-separated components, each
+ * [a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*; since a reference has no '/', the
+ * last two segments say what is asked ("manifests" may well be a component
+ * of a name).
+ */
+#ifndef LARDER_OCI_REF_H
+#define LARDER_OCI_REF_H
+
+#include <stddef.h>
+
+#include "common/buf.h"
+
+/* The longest name clients accept with the registry's host in front. */
+#define OCI_MAX_NAME 255
+#define OCI_MAX_TAG 128
+/* "sha512:" and 128 hex digits. */
+#define OCI_MAX_DIGEST 135
+
+enum oci_kind {
+	OCI_ERROR,      /* status, code and reason say why */
+	OCI_BASE,
+	OCI_MANIFEST,
+	OCI_BLOB,
+	OCI_TAGS,
+	OCI_REFERRERS,
+};
+
+struct oci_route {
+	enum oci_kind kind;
+	int status;                     /* OCI_ERROR: 400, 404 or 405 */
+	const char *code;               /* OCI_ERROR: the spec's code */
+	const char *reason;             /* OCI_ERROR: one line, static */
+	char name[OCI_MAX_NAME + 1];
+	char ref[OCI_MAX_DIGEST + 1];   /* a tag or a digest */
+	int by_digest;                  /* ref is a digest */
+};
+
+/* Whether s (n bytes) is a repository name by the spec's grammar. */
+int oci_name_valid(const char *s, size_t n);
+
+/* Whether s (n bytes) is a tag: [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}. */
+int oci_tag_valid(const char *s, size_t n);
+
+/* Checks a digest "algorithm:encoded": 0 for sha256 with 64 lowercase hex
+ * digits or sha512 with 128; ENOTSUP for a well-formed digest of another
+ * algorithm (the spec's grammar, [a-z0-9]+([+._-][a-z0-9]+)* and
+ * [a-zA-Z0-9=_-]+); EINVAL for anything else. */
+int oci_digest_check(const char *s, size_t n);
+
+/* Routes a decoded path that starts with "/v2" for method. GET and HEAD
+ * read; anything else (a push) is a 405 UNSUPPORTED. Always returns with
+ * r filled in. */
+void oci_route_parse(const char *method, const char *path,
+		     struct oci_route *r);
+
+/* Appends the spec's error body, {"errors":[{"code":..,"message":..,
+ * "detail":null}]}, to b. Returns 0 or ENOMEM. */
+int oci_error_body(struct buf *b, const char *code, const char *message);
+
+#endif
