@@ -1,0 +1,54 @@
+/* libFuzzer target: OCI manifests and indexes, and Accept matching. The
+ * first line of the input is a Content-Type (and Accept header), the rest
+ * the manifest. Whatever comes in, a manifest read has a known kind, at
+ * most OCI_MAX_DESCRIPTORS descriptors, each with a checkable digest and a
+ * size of -1 or more; a failure says why and holds nothing. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/oci_manifest.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
+
+int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
+{
+	const uint8_t *nl = memchr(d, '\n', n);
+	char *ct = NULL, err[200];
+	const char *body = (const char *)d;
+	size_t len = n, i;
+	struct oci_manifest m;
+	int rc, k;
+
+	if (nl) {
+		ct = strndup((const char *)d, (size_t)(nl - d));
+		body = (const char *)nl + 1;
+		len = n - (size_t)(nl + 1 - d);
+		for (k = OCI_MEDIA_UNKNOWN; k <= OCI_MEDIA_DOCKER_LIST; k++)
+			oci_media_accepted(ct, (enum oci_media)k);
+		oci_media_of(ct);
+	}
+	rc = oci_manifest_parse(body, len, ct, &m, err, sizeof(err));
+	if (rc) {
+		if ((rc != EINVAL && rc != EFBIG && rc != ENOMEM) || !*err ||
+		    m.desc || m.n)
+			abort();
+	} else {
+		if (m.media == OCI_MEDIA_UNKNOWN || m.n > OCI_MAX_DESCRIPTORS ||
+		    m.is_index != (m.media == OCI_MEDIA_IMAGE_INDEX ||
+				   m.media == OCI_MEDIA_DOCKER_LIST))
+			abort();
+		for (i = 0; i < m.n; i++)
+			if (oci_digest_check(m.desc[i].digest,
+					     strlen(m.desc[i].digest)) ||
+			    m.desc[i].size < -1)
+				abort();
+		oci_index_pick(&m, "linux", "amd64", "");
+		oci_manifest_free(&m);
+	}
+	free(ct);
+	return 0;
+}
