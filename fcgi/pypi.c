@@ -218,7 +218,7 @@ static void prefetch(struct worker *w)
 			h->filename, &f) || !f.has_meta ||
 	    file_want(w, h->index, &f, h->sha256, 1, &want, key, url, sha))
 		return;
-	req_quiet(&q);
+	req_quiet(&q, key);
 	rc = fetcher_serve(w, &q, &want, sha, err, sizeof(err));
 	if (rc && rc != EEXIST)
 		log_warn(rc, key, "prefetch: %s", err);

@@ -38,9 +38,10 @@ int req_init(struct req *r, struct conn *conn)
 				  sizeof(r->path), r->mount, sizeof(r->mount));
 }
 
-void req_quiet(struct req *r)
+void req_quiet(struct req *r, const char *what)
 {
 	memset(r, 0, sizeof(*r));
+	snprintf(r->path, sizeof(r->path), "%s", what);
 	clock_gettime(CLOCK_MONOTONIC, &r->t0);
 	buf_init(&r->hdr, MAX_HEADERS);
 	r->method = "GET";

@@ -45,8 +45,9 @@ struct req {
 int req_init(struct req *r, struct conn *conn);
 
 /* Prepares r as a request that no client waits on, for work a handler
- * does on its own (a prefetch): whatever it would send goes nowhere. */
-void req_quiet(struct req *r);
+ * does on its own (a prefetch): whatever it would send goes nowhere. what
+ * stands for the path in its log lines. */
+void req_quiet(struct req *r, const char *what);
 
 /* Frees what r owns. */
 void req_free(struct req *r);
