@@ -112,31 +112,41 @@ static const char *expected(const struct conf_key *k, char *out, size_t outlen)
 	return out;
 }
 
-static void free_index(struct conf_index *ix)
+/* Frees the strings of section's keys in base, leaving NULLs. */
+static void free_strings(void *base, const char *section)
 {
 	for (size_t i = 0; i < CONF_NKEYS; i++) {
-		if (!strcmp(conf_keys[i].section, "index") &&
+		if (!strcmp(conf_keys[i].section, section) &&
 		    conf_is_string(conf_keys[i].type)) {
-			free(*(char **)conf_field(ix, &conf_keys[i]));
-			*(char **)conf_field(ix, &conf_keys[i]) = NULL;
+			free(*(char **)conf_field(base, &conf_keys[i]));
+			*(char **)conf_field(base, &conf_keys[i]) = NULL;
 		}
 	}
+}
+
+static void free_index(struct conf_index *ix)
+{
+	free_strings(ix, "index");
 	free(ix->name);
 	ix->name = NULL;
 }
 
+static void free_registry(struct conf_registry *r)
+{
+	free_strings(r, "registry");
+	free(r->name);
+	r->name = NULL;
+}
+
 void conf_free(struct conf *c)
 {
-	for (size_t i = 0; i < CONF_NKEYS; i++) {
-		if (!strcmp(conf_keys[i].section, "larder") &&
-		    conf_is_string(conf_keys[i].type)) {
-			free(*(char **)conf_field(c, &conf_keys[i]));
-			*(char **)conf_field(c, &conf_keys[i]) = NULL;
-		}
-	}
+	free_strings(c, "larder");
 	for (size_t i = 0; i < c->nindex; i++)
 		free_index(&c->index[i]);
 	c->nindex = 0;
+	for (size_t i = 0; i < c->nregistry; i++)
+		free_registry(&c->registry[i]);
+	c->nregistry = 0;
 	free(c->source);
 	c->source = NULL;
 }
@@ -150,44 +160,61 @@ static int dup_str(char **dst, const char *src)
 	return *dst ? 0 : ENOMEM;
 }
 
-/* Makes dst a deep copy of src. Returns 0 or ENOMEM (dst then empty). */
-static int copy_conf(struct conf *dst, const struct conf *src)
+/* Sets the strings of section's keys in base to NULL, without freeing. */
+static void forget_strings(void *base, const char *section)
+{
+	for (size_t i = 0; i < CONF_NKEYS; i++)
+		if (!strcmp(conf_keys[i].section, section) &&
+		    conf_is_string(conf_keys[i].type))
+			*(char **)conf_field(base, &conf_keys[i]) = NULL;
+}
+
+/* Copies the strings of section's keys from src to dst, whose are NULL.
+ * Returns 0 or ENOMEM. */
+static int copy_strings(void *dst, const void *src, const char *section)
 {
 	int err = 0;
 
-	*dst = *src;
-	/* Forget src's strings first, so a failure frees only our own. */
-	for (size_t i = 0; i < CONF_NKEYS; i++) {
-		if (!conf_is_string(conf_keys[i].type))
-			continue;
-		if (!strcmp(conf_keys[i].section, "larder")) {
-			*(char **)conf_field(dst, &conf_keys[i]) = NULL;
-			continue;
-		}
-		for (size_t j = 0; j < src->nindex; j++)
-			*(char **)conf_field(&dst->index[j], &conf_keys[i]) =
-			    NULL;
-	}
-	for (size_t j = 0; j < src->nindex; j++)
-		dst->index[j].name = NULL;
-	dst->source = NULL;
-
-	for (size_t i = 0; i < CONF_NKEYS && !err; i++) {
-		if (!conf_is_string(conf_keys[i].type))
-			continue;
-		if (!strcmp(conf_keys[i].section, "larder")) {
+	for (size_t i = 0; i < CONF_NKEYS && !err; i++)
+		if (!strcmp(conf_keys[i].section, section) &&
+		    conf_is_string(conf_keys[i].type))
 			err = dup_str(
 			    conf_field(dst, &conf_keys[i]),
 			    *(char *const *)conf_cfield(src, &conf_keys[i]));
-			continue;
-		}
-		for (size_t j = 0; j < src->nindex && !err; j++)
-			err = dup_str(conf_field(&dst->index[j], &conf_keys[i]),
-			              *(char *const *)conf_cfield(
-			                  &src->index[j], &conf_keys[i]));
+	return err;
+}
+
+/* Makes dst a deep copy of src. Returns 0 or ENOMEM (dst then empty). */
+static int copy_conf(struct conf *dst, const struct conf *src)
+{
+	int err;
+
+	*dst = *src;
+	/* Forget src's strings first, so a failure frees only our own. */
+	forget_strings(dst, "larder");
+	for (size_t j = 0; j < src->nindex; j++) {
+		forget_strings(&dst->index[j], "index");
+		dst->index[j].name = NULL;
 	}
-	for (size_t j = 0; j < src->nindex && !err; j++)
-		err = dup_str(&dst->index[j].name, src->index[j].name);
+	for (size_t j = 0; j < src->nregistry; j++) {
+		forget_strings(&dst->registry[j], "registry");
+		dst->registry[j].name = NULL;
+	}
+	dst->source = NULL;
+
+	err = copy_strings(dst, src, "larder");
+	for (size_t j = 0; j < src->nindex && !err; j++) {
+		err = copy_strings(&dst->index[j], &src->index[j], "index");
+		if (!err)
+			err = dup_str(&dst->index[j].name, src->index[j].name);
+	}
+	for (size_t j = 0; j < src->nregistry && !err; j++) {
+		err = copy_strings(&dst->registry[j], &src->registry[j],
+		                   "registry");
+		if (!err)
+			err = dup_str(&dst->registry[j].name,
+			              src->registry[j].name);
+	}
 	if (!err)
 		err = dup_str(&dst->source, src->source);
 	if (err)
@@ -201,6 +228,39 @@ int conf_index_find(const struct conf *c, const char *name)
 		if (c->index[i].name && !strcmp(c->index[i].name, name))
 			return (int)i;
 	return -1;
+}
+
+int conf_registry_find(const struct conf *c, const char *name, size_t n)
+{
+	for (size_t i = 0; i < c->nregistry; i++) {
+		const char *r = c->registry[i].name;
+
+		if (r && strlen(r) == n && !memcmp(r, name, n))
+			return (int)i;
+	}
+	return -1;
+}
+
+int conf_registry_default(const struct conf *c)
+{
+	for (size_t i = 0; i < c->nregistry; i++)
+		if (c->registry[i].is_default)
+			return (int)i;
+	return -1;
+}
+
+/* Sets section's keys that have a default, in base. Returns 0 or ENOMEM
+ * (the defaults are the table's own, so they parse). */
+static int set_defaults(void *base, const char *section)
+{
+	const char *why, *form;
+	int err = 0;
+
+	for (size_t i = 0; i < CONF_NKEYS && !err; i++)
+		if (!strcmp(conf_keys[i].section, section) && conf_keys[i].def)
+			err = conf_set_value(base, &conf_keys[i],
+			                     conf_keys[i].def, &why, &form);
+	return err;
 }
 
 static int start_index(struct conf_parser *p, const char *name)
@@ -242,25 +302,80 @@ static int start_index(struct conf_parser *p, const char *name)
 		return ENOMEM;
 	c->nindex++;
 	p->in = IN_INDEX;
-	for (size_t i = 0; i < CONF_NKEYS; i++) {
-		const char *form;
-		int err;
-
-		if (strcmp(conf_keys[i].section, "index") || !conf_keys[i].def)
-			continue;
-		err = conf_set_value(&c->index[p->ix], &conf_keys[i],
-		                     conf_keys[i].def, &why, &form);
-		if (err)
-			return err;
-	}
-	return 0;
+	return set_defaults(&c->index[p->ix], "index");
 }
 
-/* "[larder]" or "[index "NAME"]", with an optional trailing comment. */
+static int start_registry(struct conf_parser *p, const char *name)
+{
+	struct conf *c = p->c;
+	char name_shown[MAX_SHOWN + 16];
+	const char *why;
+	int j;
+
+	shown(name, 1, name_shown, sizeof(name_shown));
+	snprintf(p->where, sizeof(p->where), "[registry \"%s\"]: ", name_shown);
+	why = conf_bad_registry_name(name);
+	if (why)
+		return conf_fail(p, p->line, "%sbad registry name: %s",
+		                 p->where, why);
+	if (!p->declared_registries) {
+		/* The first [registry] replaces the registries there were. */
+		for (size_t i = 0; i < c->nregistry; i++)
+			free_registry(&c->registry[i]);
+		c->nregistry = 0;
+		p->declared_registries = 1;
+	}
+	j = conf_registry_find(c, name, strlen(name));
+	if (j >= 0)
+		return conf_fail(
+		    p, p->line,
+		    "duplicate section [registry \"%s\"] (first at "
+		    "line %u)",
+		    name, p->registry_section_line[j]);
+	if (c->nregistry >= CONF_MAX_REGISTRIES)
+		return conf_fail(p, p->line,
+		                 "%stoo many registries (at most %d)", p->where,
+		                 CONF_MAX_REGISTRIES);
+	p->rx = c->nregistry;
+	memset(&c->registry[p->rx], 0, sizeof(c->registry[p->rx]));
+	memset(p->registry_line[p->rx], 0, sizeof(p->registry_line[p->rx]));
+	p->registry_section_line[p->rx] = p->line;
+	c->registry[p->rx].name = strdup(name);
+	if (!c->registry[p->rx].name)
+		return ENOMEM;
+	c->nregistry++;
+	p->in = IN_REGISTRY;
+	return set_defaults(&c->registry[p->rx], "registry");
+}
+
+#define SECTIONS "[larder], [index \"NAME\"] or [registry \"NAME\"]"
+
+/* The "NAME"] after a section's word, with an optional trailing comment:
+ * returns the name (the closing quote made a NUL), or NULL. */
+static char *quoted_name(char *q)
+{
+	char *name, *close;
+
+	q = skip_ws(q);
+	if (*q != '"')
+		return NULL;
+	name = q + 1;
+	close = strchr(name, '"');
+	if (!close)
+		return NULL;
+	*close = '\0';
+	q = skip_ws(close + 1);
+	if (*q != ']' || !rest_is_comment(q + 1))
+		return NULL;
+	return name;
+}
+
+/* "[larder]", "[index "NAME"]" or "[registry "NAME"]", with an optional
+ * trailing comment. */
 static int parse_section(struct conf_parser *p, char *s)
 {
 	char line_shown[MAX_SHOWN + 16];
-	char *q = skip_ws(s + 1), *name, *close;
+	char *q = skip_ws(s + 1), *name;
 	size_t word;
 
 	shown(s, 0, line_shown, sizeof(line_shown));
@@ -275,28 +390,24 @@ static int parse_section(struct conf_parser *p, char *s)
 		return 0;
 	}
 	if (word == 5 && !strncmp(q, "index", 5)) {
-		q = skip_ws(q + 5);
-		if (*q != '"')
-			goto syntax;
-		name = q + 1;
-		close = strchr(name, '"');
-		if (!close)
-			goto syntax;
-		*close = '\0';
-		q = skip_ws(close + 1);
-		if (*q != ']' || !rest_is_comment(q + 1))
+		name = quoted_name(q + 5);
+		if (!name)
 			goto syntax;
 		return start_index(p, name);
 	}
+	if (word == 8 && !strncmp(q, "registry", 8)) {
+		name = quoted_name(q + 8);
+		if (!name)
+			goto syntax;
+		return start_registry(p, name);
+	}
 	if (word && (conf_is_ws(q[word]) || q[word] == ']' || q[word] == '"'))
 		return conf_fail(p, p->line,
-		                 "unknown section %s: expected [larder] or "
-		                 "[index \"NAME\"]",
+		                 "unknown section %s: expected " SECTIONS,
 		                 line_shown);
 syntax:
 	return conf_fail(p, p->line,
-	                 "bad section header %s: expected [larder] or "
-	                 "[index \"NAME\"]",
+	                 "bad section header %s: expected " SECTIONS,
 	                 line_shown);
 }
 
@@ -366,19 +477,32 @@ static size_t distance(const char *a, const char *b)
 	return row[lb];
 }
 
+/* The sections, and how a hint names them; [larder] is one, the others
+ * are "sections". */
+static const struct {
+	const char *section, *named;
+} sections[] = {
+    {"larder", "[larder]"},
+    {"index", "[index \"NAME\"]"},
+    {"registry", "[registry \"NAME\"]"},
+};
+
 static int unknown_key(struct conf_parser *p, const char *section,
                        const char *key)
 {
 	char key_shown[MAX_SHOWN + 16], sect[200], hint[120] = "";
-	size_t best = 3;
-	const char *other = strcmp(section, "larder") ? "larder" : "index";
+	const char *last = "larder";
+	size_t best = 3, n = 0;
 
 	shown(key, 1, key_shown, sizeof(key_shown));
 	if (p->in == IN_LARDER)
 		snprintf(sect, sizeof(sect), "[larder]");
-	else
+	else if (p->in == IN_INDEX)
 		snprintf(sect, sizeof(sect), "[index \"%s\"]",
 		         p->c->index[p->ix].name);
+	else
+		snprintf(sect, sizeof(sect), "[registry \"%s\"]",
+		         p->c->registry[p->rx].name);
 	for (size_t i = 0; i < CONF_NKEYS; i++) {
 		size_t d = distance(key, conf_keys[i].name);
 
@@ -389,10 +513,21 @@ static int unknown_key(struct conf_parser *p, const char *section,
 			         conf_keys[i].name);
 		}
 	}
-	if (conf_find_key(other, key))
-		snprintf(hint, sizeof(hint), " (it belongs in %s)",
-		         strcmp(other, "larder") ? "[index \"NAME\"] sections"
-		                                 : "[larder]");
+	/* a key of the other sections says where it goes instead: "(it
+	 * belongs in [larder] or [registry "NAME"] sections)"; the hint has
+	 * room for both */
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		if (!strcmp(sections[i].section, section) ||
+		    !conf_find_key(sections[i].section, key))
+			continue;
+		n += (size_t)snprintf(hint + n, sizeof(hint) - n, "%s%s",
+		                      n ? " or " : " (it belongs in ",
+		                      sections[i].named);
+		last = sections[i].section;
+	}
+	if (n)
+		snprintf(hint + n, sizeof(hint) - n, "%s)",
+		         strcmp(last, "larder") ? " sections" : "");
 	return conf_fail(p, p->line, "unknown key \"%s\" in %s%s", key_shown,
 	                 sect, hint);
 }
@@ -413,18 +548,20 @@ static int parse_assignment(struct conf_parser *p, char *s)
 	eq = strchr(s, '=');
 	if (!eq || eq == s)
 		return conf_fail(p, p->line,
-		                 "expected key = value, [larder] or [index "
-		                 "\"NAME\"], got \"%s\"",
+		                 "expected key = value, " SECTIONS
+		                 ", got \"%s\"",
 		                 line_shown);
 	*eq = '\0';
 	key = trim(s);
 	if (p->in == IN_NONE)
 		return conf_fail(
 		    p, p->line,
-		    "\"%s\" is outside any section: expected [larder] "
-		    "or [index \"NAME\"] before it",
+		    "\"%s\" is outside any section: expected " SECTIONS
+		    " before it",
 		    line_shown);
-	section = p->in == IN_LARDER ? "larder" : "index";
+	section = p->in == IN_LARDER  ? "larder"
+	          : p->in == IN_INDEX ? "index"
+	                              : "registry";
 	k = conf_find_key(section, key);
 	if (!k)
 		return unknown_key(p, section, key);
@@ -435,9 +572,12 @@ static int parse_assignment(struct conf_parser *p, char *s)
 	if (p->in == IN_LARDER) {
 		base = p->c;
 		line = &p->larder_line[k - conf_keys];
-	} else {
+	} else if (p->in == IN_INDEX) {
 		base = &p->c->index[p->ix];
 		line = &p->index_line[p->ix][k - conf_keys];
+	} else {
+		base = &p->c->registry[p->rx];
+		line = &p->registry_line[p->rx][k - conf_keys];
 	}
 	if (*line)
 		return conf_fail(p, p->line,
@@ -515,6 +655,8 @@ static int parse_into(struct conf *c, const char *name, const char *text,
 	rc = parse_text(p, text, len);
 	if (!rc && p->declared)
 		rc = conf_check_indexes(p);
+	if (!rc && p->declared_registries)
+		rc = conf_check_registries(p);
 out:
 	if (rc == ENOMEM)
 		log_reason(err, errlen, "%s: out of memory", name ? name : "-");
@@ -524,17 +666,17 @@ out:
 
 int conf_defaults(struct conf *c)
 {
-	const char *why, *form;
-	int err = 0;
+	int err;
 
 	memset(c, 0, sizeof(*c));
-	for (size_t i = 0; i < CONF_NKEYS && !err; i++)
-		if (!strcmp(conf_keys[i].section, "larder"))
-			err = conf_set_value(c, &conf_keys[i], conf_keys[i].def,
-			                     &why, &form);
+	err = set_defaults(c, "larder");
 	if (!err)
 		err = parse_into(c, "(built-in defaults)", conf_default_indexes,
 		                 strlen(conf_default_indexes), NULL, 0);
+	if (!err)
+		err = parse_into(c, "(built-in defaults)",
+		                 conf_default_registries,
+		                 strlen(conf_default_registries), NULL, 0);
 	if (err)
 		conf_free(c);
 	return err;

@@ -7,6 +7,7 @@
  * The file is INI with git-config-like sections:
  *     [larder]            global keys
  *     [index "NAME"]      one package index (NAME may contain '/')
+ *     [registry "NAME"]   one OCI registry, served under /v2/NAME/
  * '#' and ';' start comments; values may be quoted with "".
  */
 #ifndef LARDER_CONF_H
@@ -18,6 +19,7 @@
 
 #define CONF_MAX_INDEXES 32
 #define CONF_MAX_LAYERS 8
+#define CONF_MAX_REGISTRIES 16
 
 enum conf_sendfile {
 	CONF_SENDFILE_ACCEL,     /* "x-accel-redirect" (nginx) */
@@ -41,6 +43,28 @@ struct conf_index {
 	                                   the upstream's own; space-separated */
 };
 
+enum conf_library {
+	CONF_LIBRARY_AUTO, /* "auto": yes when the upstream is Docker Hub */
+	CONF_LIBRARY_YES,  /* "yes": a one-component name gets "library/" */
+	CONF_LIBRARY_NO,   /* "no": names go upstream as they came */
+};
+
+struct conf_registry {
+	char *name;             /* "hub": the first component of a name under
+	                           /v2/ that picks this registry */
+	char *upstream;         /* absolute http(s) URL, ends in '/' */
+	long cache_ttl;         /* seconds a tag or a tag list is fresh */
+	long max_stale;         /* seconds past that it may be served while
+	                           the upstream fails */
+	char *trusted_hosts;    /* hosts blob redirects may go to, besides the
+	                           upstream's own; "*.example.com" matches
+	                           any name under example.com */
+	char *username;         /* "" anonymous */
+	char *password_file;    /* "" none; read when a token is fetched */
+	enum conf_library library_prefix;
+	int is_default;         /* 0/1: serves names with no registry prefix */
+};
+
 struct conf {
 	char *data_dir;
 	enum conf_sendfile sendfile;
@@ -62,19 +86,24 @@ struct conf {
 	long max_workers;       /* at most on a listening socket */
 	struct conf_index index[CONF_MAX_INDEXES];
 	size_t nindex;
+	struct conf_registry registry[CONF_MAX_REGISTRIES];
+	size_t nregistry;
 	char *source;           /* the file it came from, or NULL for defaults */
 };
 
-/* Fills c with the built-in defaults: every key's default, and the indexes
+/* Fills c with the built-in defaults: every key's default, the indexes
  * "pypi" (cache of https://pypi.org/simple/) and "root/pypi" (virtual over
- * pypi). Returns 0 or ENOMEM. Free with conf_free(). */
+ * pypi), and the registry "hub" (Docker Hub, the default one). Returns 0
+ * or ENOMEM. Free with conf_free(). */
 int conf_defaults(struct conf *c);
 
 /* Parses INI text into c, which conf_defaults() prepared; name is used in
  * messages (a path, or "-"). When the text declares any [index] section the
- * default indexes are replaced by the declared ones. Then validates the
- * whole: unknown sections or keys, bad values, a cache without upstream, a
- * virtual index naming an unknown layer or itself.
+ * default indexes are replaced by the declared ones, and likewise for
+ * [registry] sections. Then validates the whole: unknown sections or keys,
+ * bad values, a cache without upstream, a virtual index naming an unknown
+ * layer or itself, a registry without upstream, username without
+ * password_file or the reverse, more than one default registry.
  * Returns 0, or EINVAL with a one-line message in err (errlen bytes) that
  * names the file and line, the key, the value and the expected form, e.g.
  *   larder.conf:4: cache_ttl = "soon": expected seconds (300, 5m, 2h, 1d)
@@ -102,5 +131,12 @@ int conf_man(struct buf *out);
 
 /* Returns the position of the index called name, or -1. */
 int conf_index_find(const struct conf *c, const char *name);
+
+/* Returns the position of the registry called name (n bytes of it), or
+ * -1. */
+int conf_registry_find(const struct conf *c, const char *name, size_t n);
+
+/* Returns the position of the registry with default = yes, or -1. */
+int conf_registry_default(const struct conf *c);
 
 #endif

@@ -1,6 +1,7 @@
 /* conf_check: the checks that need the whole file, run after parsing: each
- * declared index has the keys its type needs, and virtual indexes' layers
- * name declared indexes and form no cycle. */
+ * declared index has the keys its type needs, virtual indexes' layers name
+ * declared indexes and form no cycle, and the declared registries have
+ * what they need and one default at most. */
 #include "config.h"
 
 #include <stddef.h>
@@ -168,6 +169,60 @@ int conf_check_indexes(struct conf_parser *p)
 		err = visit(p, i, state, stack, 0);
 		if (err)
 			return err;
+	}
+	return 0;
+}
+
+/* Registry i's line for key name, or its section's line. */
+static unsigned registry_key_line(const struct conf_parser *p, size_t i,
+                                  const char *name)
+{
+	const struct conf_key *k = conf_find_key("registry", name);
+	unsigned line = p->registry_line[i][k - conf_keys];
+
+	return line ? line : p->registry_section_line[i];
+}
+
+/* Checks the declared registries; by their values, not by which keys were
+ * written, so that a dump (which writes every key) parses again. */
+int conf_check_registries(struct conf_parser *p)
+{
+	const char *set, *unset;
+	int def = -1;
+
+	for (size_t i = 0; i < p->c->nregistry; i++) {
+		const struct conf_registry *r = &p->c->registry[i];
+		unsigned line = p->registry_section_line[i];
+
+		snprintf(p->where, sizeof(p->where),
+		         "[registry \"%s\"]: ", r->name);
+		if (!r->upstream)
+			return conf_fail(
+			    p, line,
+			    "%sregistry %s has no upstream (expected "
+			    "the URL of the registry it caches, like "
+			    "upstream = https://registry-1.docker.io)",
+			    p->where, r->name);
+		/* the token service wants both or neither */
+		if (!*r->username != !*r->password_file) {
+			set = *r->username ? "username" : "password_file";
+			unset = *r->username ? "password_file" : "username";
+			return conf_fail(p, registry_key_line(p, i, set),
+			                 "%susername and password_file go "
+			                 "together: %s is set but %s is not",
+			                 p->where, set, unset);
+		}
+		if (!r->is_default)
+			continue;
+		if (def >= 0)
+			return conf_fail(
+			    p, registry_key_line(p, i, "default"),
+			    "%sdefault = yes, but so is [registry \"%s\"] "
+			    "(line %u): at most one registry may be the "
+			    "default",
+			    p->where, p->c->registry[def].name,
+			    p->registry_section_line[def]);
+		def = (int)i;
 	}
 	return 0;
 }

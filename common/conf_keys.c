@@ -19,18 +19,23 @@
 /* Enum keys are stored through an int. */
 _Static_assert(sizeof(enum conf_sendfile) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum conf_index_type) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum conf_library) == sizeof(int), "enum size");
 _Static_assert(CONF_SENDFILE_ACCEL == 0 && CONF_SENDFILE_XSENDFILE == 1 &&
                    CONF_SENDFILE_STREAM == 2,
                "sendfile_values order");
 _Static_assert(CONF_INDEX_CACHE == 0 && CONF_INDEX_VIRTUAL == 1,
                "type_values order");
+_Static_assert(CONF_LIBRARY_AUTO == 0 && CONF_LIBRARY_YES == 1 &&
+                   CONF_LIBRARY_NO == 2,
+               "library_values order");
 
 const struct conf_type_info conf_types[CONF_NTYPES] = {
     [T_STRING] = {"text", "text without control characters",
                   "Any text without control characters."},
     [T_PATH] = {"path", "an absolute path",
                 "An absolute file system path, starting with '/'. "
-                "A trailing '/' is dropped."},
+                "A trailing '/' is dropped. A key whose default is "
+                "empty may also be set to \"\", for none."},
     [T_URL] = {"url", "an absolute http:// or https:// URL",
                "An absolute http:// or https:// URL without query or "
                "fragment. A '/' is added at the end if it is missing."},
@@ -60,6 +65,7 @@ const struct conf_type_info conf_types[CONF_NTYPES] = {
 static const char *const sendfile_values[] = {"x-accel-redirect", "x-sendfile",
                                               "stream", NULL};
 static const char *const type_values[] = {"cache", "virtual", NULL};
+static const char *const library_values[] = {"auto", "yes", "no", NULL};
 
 static const char *at_least_one(void *field);
 static const char *check_layers(void *field);
@@ -67,6 +73,7 @@ static const char *check_hosts(void *field);
 
 #define LARDER(n) "larder", #n, offsetof(struct conf, n)
 #define INDEX(n)  "index", #n, offsetof(struct conf_index, n)
+#define REGISTRY(n) "registry", #n, offsetof(struct conf_registry, n)
 
 /* The one table of keys. */
 const struct conf_key conf_keys[] = {
@@ -162,12 +169,56 @@ const struct conf_key conf_keys[] = {
     {INDEX(trusted_hosts), T_LIST, "files.pythonhosted.org",
      .check = check_hosts,
      .help = "Host names a cache index may fetch files from, besides its "
-             "upstream's own host, when an upstream page links there. "
-             "Not allowed for a virtual index."},
+             "upstream's own host, when an upstream page links there; "
+             "*.example.com matches any name under example.com (not "
+             "example.com itself). Not allowed for a virtual index."},
+    {REGISTRY(upstream), T_URL, NULL,
+     .help = "Required. The registry this one caches, e.g. "
+             "https://registry-1.docker.io (Docker Hub), https://ghcr.io "
+             "or https://quay.io."},
+    {REGISTRY(cache_ttl), T_SECONDS, "5m",
+     .help = "How long a tag (and a tag list, a referrers list) is served "
+             "without asking upstream; after that it is revalidated with a "
+             "HEAD request."},
+    {REGISTRY(max_stale), T_SECONDS, "7d",
+     .help = "How long past cache_ttl a tag may still be served while the "
+             "upstream fails: errors, timeouts, 401, 429 and 5xx "
+             "answers."},
+    {REGISTRY(trusted_hosts), T_LIST,
+     "production.cloudflare.docker.com *.cloudflarestorage.com "
+     "*.cloudfront.net pkg-containers.githubusercontent.com *.quay.io "
+     "storage.googleapis.com",
+     .check = check_hosts,
+     .help = "Hosts a blob GET may be redirected to, besides the "
+             "upstream's own host; the default covers the storage of "
+             "Docker Hub, ghcr.io, quay.io and gcr.io/pkg.dev. "
+             "*.example.com matches any name under example.com (not "
+             "example.com itself). When the upstream is https, redirects "
+             "are followed over https only."},
+    {REGISTRY(username), T_STRING, "",
+     .help = "The upstream account larder logs in to the token service "
+             "with; empty for anonymous pulls. It needs password_file."},
+    {REGISTRY(password_file), T_PATH, "",
+     .help = "A file whose first line is the password or access token of "
+             "username. It is read when a token is fetched, not when the "
+             "configuration is loaded. It needs username."},
+    {REGISTRY(library_prefix), T_ENUM, "auto", .values = library_values,
+     .help = "Whether a one-component name gets library/ in front upstream, "
+             "as Docker Hub's official images need: alpine is asked for as "
+             "library/alpine. auto means yes when the upstream host is "
+             "registry-1.docker.io, docker.io or index.docker.io."},
+    /* "default" in the file; is_default in the struct */
+    {"registry", "default", offsetof(struct conf_registry, is_default), T_BOOL,
+     "no",
+     .help = "Serve the names under /v2/ that start with no registry's "
+             "name from this registry: what Docker's registry-mirrors and "
+             "containerd's hosts.toml mirrors send. At most one registry "
+             "may be the default."},
 };
 
 #undef LARDER
 #undef INDEX
+#undef REGISTRY
 
 _Static_assert(sizeof(conf_keys) / sizeof(conf_keys[0]) == CONF_NKEYS,
                "CONF_NKEYS in conf_keys.h");
@@ -181,6 +232,12 @@ const char conf_default_indexes[] = "[index \"pypi\"]\n"
                                     "[index \"root/pypi\"]\n"
                                     "type = virtual\n"
                                     "layers = pypi\n";
+
+/* The registry larder serves with no [registry] section. */
+const char conf_default_registries[] =
+    "[registry \"hub\"]\n"
+    "upstream = https://registry-1.docker.io\n"
+    "default = yes\n";
 
 static const char *const reserved[] = {"v2",      "+health", "+stats",
                                        "metrics", "_larder", NULL};
@@ -205,7 +262,20 @@ const char conf_example[] =
     "# pip install --index-url https://larder.example.com/root/pypi/simple/\n"
     "[index \"root/pypi\"]\n"
     "type = virtual\n"
-    "layers = corp pypi\n";
+    "layers = corp pypi\n"
+    "\n"
+    "# docker pull larder.example.com/hub/alpine, and, as the default,\n"
+    "# larder.example.com/alpine or a registry-mirrors pull of alpine.\n"
+    "[registry \"hub\"]\n"
+    "upstream = https://registry-1.docker.io\n"
+    "default = yes\n"
+    "\n"
+    "# docker pull larder.example.com/ghcr/OWNER/IMAGE\n"
+    "[registry \"ghcr\"]\n"
+    "upstream = https://ghcr.io\n"
+    "cache_ttl = 1m\n"
+    "username = larder-bot\n"
+    "password_file = /etc/larder/ghcr.token\n";
 
 int conf_is_ws(int ch)
 {
@@ -462,6 +532,31 @@ const char *conf_bad_index_name(const char *name)
 	return NULL;
 }
 
+/* Returns NULL when name is a good registry name, else what is wrong. It
+ * is the first component of an OCI name, [a-z0-9]+ joined by single '.',
+ * '_' or '-', since a client puts it in front of the upstream's name. */
+const char *conf_bad_registry_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n < 1 || n > CONF_MAX_REGISTRY_NAME)
+		return "expected 1 to 64 characters";
+	/* /v2/v2/... reads as a mistake, and library/NAME is how clients ask
+	 * the default registry for Docker Hub's official images */
+	if (!strcmp(name, "v2") || !strcmp(name, "library"))
+		return "reserved: v2 is the API's own prefix, and library/ is "
+		       "where clients look for Docker Hub's official images";
+	for (size_t i = 0; i < n; i++) {
+		if (is_lower_digit(name[i]))
+			continue;
+		if (i == 0 || i == n - 1 || !strchr("._-", name[i]) ||
+		    !is_lower_digit(name[i - 1]))
+			return "expected a-z and 0-9, with single '.', '_' or "
+			       "'-' between them (like hub, ghcr, quay-io)";
+	}
+	return NULL;
+}
+
 /* Returns the number of words in a normalised list ("" has none). */
 static size_t count_words(const char *s)
 {
@@ -520,6 +615,11 @@ static const char *check_hosts(void *f)
 	for (char *p = list; *p; p++) {
 		if (*p >= 'A' && *p <= 'Z')
 			*p = (char)(*p - 'A' + 'a');
+		/* "*.example.com", any name under example.com: the '*' only
+		 * as a whole first label */
+		if (*p == '*' && (p == list || p[-1] == ' ') && p[1] == '.' &&
+		    is_alnum(p[2]))
+			continue;
 		if (*p != ' ' && !is_lower_digit(*p) && !strchr(".-:[]", *p))
 			return "host names separated by spaces";
 	}
@@ -578,7 +678,8 @@ int conf_set_value(void *base, const struct conf_key *k, const char *v,
 		err = s ? 0 : ENOMEM;
 		break;
 	case T_PATH:
-		if (v[0] != '/')
+		/* "" is none, for a key that is none unless set */
+		if (v[0] != '/' && !(!v[0] && k->def && !k->def[0]))
 			return EINVAL;
 		s = strdup(v);
 		if (!s)

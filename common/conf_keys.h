@@ -2,8 +2,9 @@
  *
  * conf_keys.c holds the table of keys and the types of their values, the
  * checks the table names and the parsing of one value; conf.c the parser,
- * conf_check.c the checks on the declared indexes as a whole, conf_man.c
- * conf_dump() and conf_man(). They all work from the one table.
+ * conf_check.c the checks on the declared indexes and registries as a
+ * whole, conf_man.c conf_dump() and conf_man(). They all work from the one
+ * table.
  */
 #ifndef LARDER_CONF_KEYS_H
 #define LARDER_CONF_KEYS_H
@@ -12,11 +13,13 @@
 
 #include "common/conf.h"
 
-#define CONF_MAX_NAME 100 /* bytes in an index name */
+#define CONF_MAX_NAME          100 /* bytes in an index name */
+#define CONF_MAX_REGISTRY_NAME 64  /* bytes in a registry name */
 
 enum conf_type {
 	T_STRING,  /* any text without control characters */
-	T_PATH,    /* absolute path; trailing '/' dropped */
+	T_PATH,    /* absolute path; trailing '/' dropped; "" when the
+	              default is "" */
 	T_URL,     /* absolute http(s) URL; made to end with '/' */
 	T_ENUM,    /* one of key.values, stored as int */
 	T_SECONDS, /* 300, 300s, 5m, 2h, 1d; stored as long */
@@ -40,9 +43,9 @@ struct conf_type_info {
 extern const struct conf_type_info conf_types[CONF_NTYPES];
 
 struct conf_key {
-	const char *section; /* "larder" or "index" */
+	const char *section; /* "larder", "index" or "registry" */
 	const char *name;
-	size_t off; /* in struct conf or struct conf_index */
+	size_t off; /* in struct conf, conf_index or conf_registry */
 	enum conf_type type;
 	const char *def; /* as text, through the same parser; NULL = none */
 	const char *const *values; /* T_ENUM, in enum order */
@@ -52,13 +55,16 @@ struct conf_key {
 	const char *help;
 };
 
-#define CONF_NKEYS 22 /* entries in conf_keys; conf_keys.c checks the count */
+#define CONF_NKEYS 30 /* entries in conf_keys; conf_keys.c checks the count */
 
 /* The one table of keys, in the order of the man page and of conf_dump. */
 extern const struct conf_key conf_keys[CONF_NKEYS];
 
 /* The indexes larder serves with no [index] section, as a config file. */
 extern const char conf_default_indexes[];
+
+/* The registry larder serves with no [registry] section, likewise. */
+extern const char conf_default_registries[];
 
 /* The man page's EXAMPLE, as a config file. */
 extern const char conf_example[];
@@ -69,7 +75,8 @@ int conf_is_ws(int ch);
 /* True for a control character (below 0x20, or DEL). */
 int conf_is_ctl(int ch);
 
-/* Returns key k's field in base (a struct conf or struct conf_index). */
+/* Returns key k's field in base (a struct conf, conf_index or
+ * conf_registry, as k's section says). */
 void *conf_field(void *base, const struct conf_key *k);
 
 /* conf_field() for a const base. */
@@ -78,11 +85,15 @@ const void *conf_cfield(const void *base, const struct conf_key *k);
 /* True when a value of type t is stored as a char * that the conf owns. */
 int conf_is_string(enum conf_type t);
 
-/* Returns the key called name in section ("larder" or "index"), or NULL. */
+/* Returns the key called name in section ("larder", "index" or
+ * "registry"), or NULL. */
 const struct conf_key *conf_find_key(const char *section, const char *name);
 
 /* Returns NULL when name is a good index name, else what is wrong. */
 const char *conf_bad_index_name(const char *name);
+
+/* Returns NULL when name is a good registry name, else what is wrong. */
+const char *conf_bad_registry_name(const char *name);
 
 /* Parses v as key k into base; returns 0, ENOMEM or EINVAL (conf_keys.c). */
 int conf_set_value(void *base, const struct conf_key *k, const char *v,
@@ -95,13 +106,17 @@ struct conf_parser {
 	char *err;
 	size_t errlen;
 	unsigned line;
-	enum { IN_NONE, IN_LARDER, IN_INDEX } in;
+	enum { IN_NONE, IN_LARDER, IN_INDEX, IN_REGISTRY } in;
 	size_t ix;       /* the current index, IN_INDEX */
+	size_t rx;       /* the current registry, IN_REGISTRY */
 	int declared;    /* an [index] section was seen */
-	char where[160]; /* "" or "[index \"NAME\"]: " for messages */
+	int declared_registries; /* a [registry] section was seen */
+	char where[160]; /* "", "[index \"NAME\"]: " or "[registry ...]: " */
 	unsigned larder_line[CONF_NKEYS]; /* where each was set */
 	unsigned index_line[CONF_MAX_INDEXES][CONF_NKEYS];
 	unsigned section_line[CONF_MAX_INDEXES];
+	unsigned registry_line[CONF_MAX_REGISTRIES][CONF_NKEYS];
+	unsigned registry_section_line[CONF_MAX_REGISTRIES];
 };
 
 /* Writes "NAME:LINE: message" to p's error buffer; returns EINVAL. */
@@ -111,5 +126,10 @@ int conf_fail(struct conf_parser *p, unsigned line, const char *fmt, ...)
 /* Checks the declared indexes as a whole and resolves virtual indexes'
  * layers; returns 0, or EINVAL with the message from conf_fail(). */
 int conf_check_indexes(struct conf_parser *p);
+
+/* Checks the declared registries: each has an upstream, username and
+ * password_file come together, at most one is the default. Returns 0, or
+ * EINVAL with the message from conf_fail(). */
+int conf_check_registries(struct conf_parser *p);
 
 #endif

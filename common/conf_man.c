@@ -117,6 +117,14 @@ int conf_dump(const struct conf *c, struct buf *out)
 			err = dump_key(out, ix, &conf_keys[i]);
 		}
 	}
+	for (size_t j = 0; j < c->nregistry && !err; j++) {
+		const struct conf_registry *r = &c->registry[j];
+
+		err = buf_addf(out, "\n[registry \"%s\"]\n", r->name);
+		for (size_t i = 0; i < CONF_NKEYS && !err; i++)
+			if (!strcmp(conf_keys[i].section, "registry"))
+				err = dump_key(out, r, &conf_keys[i]);
+	}
 	return err;
 }
 
@@ -177,7 +185,9 @@ static int man_keys(struct buf *out, const char *section)
 			err = buf_addf(out, "\\fI%s\\fR",
 			               conf_types[k->type].name);
 		}
-		if (!err && k->def) {
+		if (!err && k->def && !k->def[0]) {
+			err = buf_adds(out, ", default \\fB\\(dq\\(dq\\fR");
+		} else if (!err && k->def) {
 			err = buf_adds(out, ", default \\fB");
 			err = err ? err : add_roff(out, k->def);
 			err = err ? err : buf_adds(out, "\\fR");
@@ -187,6 +197,45 @@ static int man_keys(struct buf *out, const char *section)
 		err = err ? err : buf_adds(out, "\n");
 	}
 	return err;
+}
+
+/* The registry sections and the default registry. */
+static int man_registries(struct buf *out)
+{
+	int err;
+
+	err = buf_adds(
+	    out, ".SH \"[registry \\(dqNAME\\(dq] SECTIONS\"\n"
+	         "Each declares an OCI registry larder caches, served under\n"
+	         ".BI /v2/ NAME /\\fR:\n"
+	         ".BI \"docker pull \" your.host/NAME/IMAGE:TAG\n"
+	         "pulls\n"
+	         ".I IMAGE:TAG\n"
+	         "from that registry's upstream. A name is one component of "
+	         "an image name: 1 to 64 characters of a\\-z and 0\\-9, "
+	         "with single\n"
+	         ".BR . \", \" _ \" or \" \\-\n"
+	         "between them (like\n"
+	         ".BR hub \", \" ghcr \" or \" quay\\-io ),\n"
+	         "not\n"
+	         ".B v2\n"
+	         "or\n"
+	         ".BR library ,\n"
+	         "where clients look for Docker Hub's official images. At "
+	         "most 16 registries. The one with\n"
+	         ".B default = yes\n"
+	         "also serves the names that start with no registry's name, "
+	         "which is what a Docker daemon's registry\\-mirrors and "
+	         "containerd's hosts.toml mirrors ask for. A file that "
+	         "declares any registry replaces the default registry with "
+	         "the ones it declares.\n");
+	err = err ? err : man_keys(out, "registry");
+	err = err ? err
+	          : buf_adds(out, ".SH \"DEFAULT REGISTRIES\"\n"
+	                          "With no [registry] section larder serves "
+	                          "this one, a cache of Docker Hub that is "
+	                          "also the default:\n");
+	return err ? err : add_roff_block(out, conf_default_registries);
 }
 
 int conf_man(struct buf *out)
@@ -200,7 +249,7 @@ int conf_man(struct buf *out)
 	         "\"File Formats Manual\"\n"
 	         ".SH NAME\n"
 	         "larder.conf \\- configuration file of larder, the "
-	         "pull\\-through PyPI cache\n"
+	         "pull\\-through cache for PyPI and OCI registries\n"
 	         ".SH SYNOPSIS\n"
 	         ".B " SYSCONFDIR "/larder/larder.conf\n"
 	         ".PP\n"
@@ -220,15 +269,19 @@ int conf_man(struct buf *out)
 	         "or\n"
 	         ".B LARDER_CONFIG\n"
 	         "must exist. When the default file does not exist larder runs "
-	         "on its built\\-in defaults: every key at its default and the "
+	         "on its built\\-in defaults: every key at its default, the "
 	         "indexes under\n"
-	         ".BR \"DEFAULT INDEXES\" .\n"
+	         ".B \"DEFAULT INDEXES\"\n"
+	         "and the registry under\n"
+	         ".BR \"DEFAULT REGISTRIES\" .\n"
 	         ".SH DESCRIPTION\n"
 	         "The file is INI, with git\\-config\\-like sections:\n"
 	         ".B [larder]\n"
 	         "holds the global keys and each\n"
 	         ".B [index \\(dq\\fINAME\\fB\\(dq]\n"
-	         "declares one package index. Every other line is\n"
+	         "declares one package index, each\n"
+	         ".B [registry \\(dq\\fINAME\\fB\\(dq]\n"
+	         "one OCI registry. Every other line is\n"
 	         ".IB key \" = \" value\\fR.\n"
 	         "Leading and trailing blanks are ignored. A line that starts "
 	         "with\n"
@@ -294,6 +347,7 @@ int conf_man(struct buf *out)
 	                          "these, a cache of PyPI "
 	                          "and a virtual index over it:\n");
 	err = err ? err : add_roff_block(out, conf_default_indexes);
+	err = err ? err : man_registries(out);
 	err = err ? err : buf_adds(out, ".SH EXAMPLE\n");
 	err = err ? err : add_roff_block(out, conf_example);
 	err = err ? err

@@ -374,6 +374,18 @@ static size_t entry_host_len(const char *s, size_t n)
 	return end ? (size_t)(end - s) : n;
 }
 
+/* True when the lowercase host (hlen bytes) is the entry's host (k bytes
+ * at e): the same name in any case, or for "*.example.com" a name that ends
+ * in ".example.com" with at least one non-empty label before it. */
+static int host_matches(const char *host, size_t hlen, const char *e,
+			size_t k)
+{
+	if (k > 2 && e[0] == '*' && e[1] == '.')
+		return hlen > k - 1 && host[hlen - k] != '.' &&
+		       strncasecmp(host + hlen - (k - 1), e + 1, k - 1) == 0;
+	return k == hlen && strncasecmp(e, host, k) == 0;
+}
+
 int url_host_trusted(const char *url, const char *base_url,
 		     const char *trusted)
 {
@@ -407,8 +419,7 @@ int url_host_trusted(const char *url, const char *base_url,
 			for (size_t i = k + 1; i < n && is_digit(s[i]); i++)
 				want = want * 10 + (s[i] - '0');
 		}
-		if (k && k == hlen && strncasecmp(s, host, k) == 0 &&
-		    port == want)
+		if (k && port == want && host_matches(host, hlen, s, k))
 			return 1;
 		s += n;
 	}

@@ -26,7 +26,9 @@ int url_origin(const char *url, char *out, size_t len);
 /* Returns 1 when url may be fetched for an upstream at base_url, else 0:
  * never plain http when base_url is https; on base_url's own host only on
  * its port; else on one of the space-separated hosts in trusted (may be
- * NULL), each "host" (the scheme's default port) or "host:port". */
+ * NULL), each "host" (the scheme's default port) or "host:port", compared
+ * without regard to case. A host "*.example.com" matches any name under
+ * example.com (a.example.com, a.b.example.com), not example.com itself. */
 int url_host_trusted(const char *url, const char *base_url,
 		     const char *trusted);
 

@@ -23,6 +23,12 @@
 
 static char errbuf[1024];
 
+/* A registry's trusted_hosts unless set. */
+#define REGISTRY_HOSTS                                                         \
+	"production.cloudflare.docker.com *.cloudflarestorage.com "            \
+	"*.cloudfront.net pkg-containers.githubusercontent.com *.quay.io "     \
+	"storage.googleapis.com"
+
 /* Parses text over the defaults into c (which the caller frees). */
 static int parse(struct conf *c, const char *text)
 {
@@ -163,8 +169,19 @@ T(defaults)
 	CHECK_INT(c.index[1].nlayers, 1);
 	CHECK_INT(c.index[1].layer[0], 0);
 	CHECK(c.index[1].upstream == NULL);
+	CHECK_INT(c.nregistry, 1);
+	CHECK_STR(c.registry[0].name, "hub");
+	CHECK_STR(c.registry[0].upstream, "https://registry-1.docker.io/");
+	CHECK_INT(c.registry[0].cache_ttl, 300);
+	CHECK_INT(c.registry[0].max_stale, 7 * 86400);
+	CHECK_STR(c.registry[0].trusted_hosts, REGISTRY_HOSTS);
+	CHECK_STR(c.registry[0].username, "");
+	CHECK_STR(c.registry[0].password_file, "");
+	CHECK_INT(c.registry[0].library_prefix, CONF_LIBRARY_AUTO);
+	CHECK_INT(c.registry[0].is_default, 1);
 	conf_free(&c);
 	conf_free(&c); /* conf_free leaves nothing behind */
+	CHECK_INT(c.nregistry, 0);
 }
 
 T(empty_text_keeps_defaults)
@@ -629,9 +646,16 @@ T(unknown_keys_and_hints)
 	          "you mean cache_ttl?)");
 	CHECK_STR(fails("[larder]\nupstream = https://h/\n"),
 	          "larder.conf:2: unknown key \"upstream\" in [larder] (it "
+	          "belongs in [index \"NAME\"] or [registry \"NAME\"] "
+	          "sections)");
+	CHECK_STR(fails("[larder]\nlayers = a\n"),
+	          "larder.conf:2: unknown key \"layers\" in [larder] (it "
 	          "belongs in [index \"NAME\"] sections)");
 	CHECK_STR(fails("[index \"p\"]\ntype = cache\ncache_ttl = 5\n"),
 	          "larder.conf:3: unknown key \"cache_ttl\" in [index \"p\"] "
+	          "(it belongs in [larder] or [registry \"NAME\"] sections)");
+	CHECK_STR(fails("[index \"p\"]\ntype = cache\ndata_dir = /x\n"),
+	          "larder.conf:3: unknown key \"data_dir\" in [index \"p\"] "
 	          "(it belongs in [larder])");
 	CHECK_STR(fails("[index \"p\"]\ntype = cache\nupstrem = x\n"),
 	          "larder.conf:3: unknown key \"upstrem\" in [index \"p\"] "
@@ -741,24 +765,30 @@ T(syntax_errors)
 {
 	CHECK_STR(fails("cache_ttl = 5\n"),
 	          "larder.conf:1: \"cache_ttl = 5\" is outside any section: "
-	          "expected [larder] or [index \"NAME\"] before it");
+	          "expected [larder], [index \"NAME\"] or [registry \"NAME\"] "
+	          "before it");
 	CHECK_STR(fails("[larder]\njust words\n"),
-	          "larder.conf:2: expected key = value, [larder] or [index "
-	          "\"NAME\"], got \"just words\"");
+	          "larder.conf:2: expected key = value, [larder], [index "
+	          "\"NAME\"] or [registry \"NAME\"], got \"just words\"");
 	CHECK_CONTAINS(fails("[larder]\n= 5\n"), "larder.conf:2: expected "
 	                                         "key = value");
 	CHECK_STR(fails("[larder\n"),
 	          "larder.conf:1: bad section header [larder: expected "
-	          "[larder] or [index \"NAME\"]");
+	          "[larder], [index \"NAME\"] or [registry \"NAME\"]");
 	CHECK_CONTAINS(fails("[index pypi]\n"),
 	               "larder.conf:1: bad section header [index pypi]");
 	CHECK_CONTAINS(fails("[index \"pypi\" x]\n"), "bad section header");
 	CHECK_CONTAINS(fails("[index \"pypi\"] x\n"), "bad section header");
 	CHECK_CONTAINS(fails("[index \"pypi]\n"), "bad section header");
 	CHECK_CONTAINS(fails("[larder] x\n"), "bad section header");
-	CHECK_STR(fails("[registry \"docker.io\"]\n"),
-	          "larder.conf:1: unknown section [registry \"docker.io\"]: "
-	          "expected [larder] or [index \"NAME\"]");
+	CHECK_STR(fails("[registries \"hub\"]\n"),
+	          "larder.conf:1: unknown section [registries \"hub\"]: "
+	          "expected [larder], [index \"NAME\"] or [registry "
+	          "\"NAME\"]");
+	CHECK_CONTAINS(fails("[registry hub]\n"),
+	               "larder.conf:1: bad section header [registry hub]");
+	CHECK_CONTAINS(fails("[registry \"hub\"] x\n"), "bad section header");
+	CHECK_CONTAINS(fails("[registry \"hub]\n"), "bad section header");
 	CHECK_CONTAINS(fails("[Larder]\n"), "unknown section [Larder]");
 	CHECK_CONTAINS(fails("[]\n"), "bad section header []");
 }
@@ -1035,6 +1065,445 @@ T(cycles)
 	               "layers form a cycle: a -> b -> a");
 }
 
+/* "[registry "r"]\nupstream = ...\nKEY = VALUE\n": KEY is on line 3. */
+static void registry_text(char *text, size_t len, const char *key,
+                          const char *value)
+{
+	snprintf(text, len,
+	         "[registry \"r\"]\nupstream = https://r.example\n%s = %s\n",
+	         key, value);
+}
+
+/* Parses one registry with KEY = VALUE, expecting success, into c. */
+static int parse_registry(struct conf *c, const char *key, const char *value)
+{
+	char text[512];
+	int rc;
+
+	registry_text(text, sizeof(text), key, value);
+	rc = parse(c, text);
+	if (rc)
+		fprintf(stderr, "  %s: %s\n", text, errbuf);
+	return rc;
+}
+
+static const char *fails_registry(const char *key, const char *value)
+{
+	char text[512];
+
+	registry_text(text, sizeof(text), key, value);
+	return fails(text);
+}
+
+T(registry_find_and_default)
+{
+	struct conf c;
+
+	CHECK_INT(conf_defaults(&c), 0);
+	CHECK_INT(conf_registry_find(&c, "hub", 3), 0);
+	/* n bytes of a longer string: the first component of a name */
+	CHECK_INT(conf_registry_find(&c, "hub/library/alpine", 3), 0);
+	CHECK_INT(conf_registry_find(&c, "hub/library/alpine", 4), -1);
+	CHECK_INT(conf_registry_find(&c, "hu", 2), -1);
+	CHECK_INT(conf_registry_find(&c, "hubx", 4), -1);
+	CHECK_INT(conf_registry_find(&c, "", 0), -1);
+	CHECK_INT(conf_registry_default(&c), 0);
+	conf_free(&c);
+
+	CHECK_INT(parse(&c, "[registry \"a\"]\nupstream = https://a/\n"
+	                    "[registry \"b\"]\nupstream = https://b/\n"
+	                    "default = yes\n"
+	                    "[registry \"c\"]\nupstream = https://c/\n"),
+	          0);
+	CHECK_INT(c.nregistry, 3);
+	CHECK_INT(conf_registry_find(&c, "c", 1), 2);
+	CHECK_INT(conf_registry_find(&c, "hub", 3), -1);
+	CHECK_INT(conf_registry_default(&c), 1);
+	conf_free(&c);
+	/* no default at all is allowed: prefixless names are not served */
+	CHECK_INT(parse(&c, "[registry \"a\"]\nupstream = https://a/\n"), 0);
+	CHECK_INT(conf_registry_default(&c), -1);
+	conf_free(&c);
+}
+
+T(registry_replaces_default)
+{
+	const char *text;
+	struct conf c;
+
+	CHECK_INT(
+	    parse(&c, "[registry \"ghcr\"]\nupstream = https://ghcr.io\n"), 0);
+	CHECK_INT(c.nregistry, 1);
+	CHECK_STR(c.registry[0].name, "ghcr");
+	CHECK_STR(c.registry[0].upstream, "https://ghcr.io/");
+	CHECK_INT(c.registry[0].is_default, 0);
+	CHECK_INT(conf_registry_find(&c, "hub", 3), -1);
+	/* the indexes are another matter */
+	CHECK_INT(c.nindex, 2);
+
+	/* a later text without [registry] keeps what there is */
+	CHECK_INT(conf_parse(&c, "b.conf", "[larder]\nworkers = 2\n", 21,
+	                     errbuf, sizeof(errbuf)),
+	          0);
+	CHECK_INT(c.nregistry, 1);
+	CHECK_STR(c.registry[0].name, "ghcr");
+
+	/* and one with [registry] replaces them, reusing a name or not */
+	text = "[registry \"ghcr\"]\nupstream = https://other/\n"
+	       "[registry \"hub\"]\nupstream = https://registry-1.docker.io\n";
+	CHECK_INT(conf_parse(&c, "c.conf", text, strlen(text), errbuf,
+	                     sizeof(errbuf)),
+	          0);
+	CHECK_INT(c.nregistry, 2);
+	CHECK_STR(c.registry[0].upstream, "https://other/");
+	CHECK_INT(conf_registry_default(&c), -1);
+	conf_free(&c);
+
+	/* declaring indexes leaves the built-in registry alone */
+	CHECK_INT(parse(&c, "[index \"only\"]\ntype = cache\n"
+	                    "upstream = https://h/\n"),
+	          0);
+	CHECK_INT(c.nindex, 1);
+	CHECK_INT(c.nregistry, 1);
+	CHECK_STR(c.registry[0].name, "hub");
+	CHECK_INT(conf_registry_default(&c), 0);
+	conf_free(&c);
+}
+
+T(registry_upstream)
+{
+	struct conf c;
+
+	CHECK_INT(parse(&c, "[registry \"r\"]\n"
+	                    "upstream = HTTPS://Registry.Example:5000/v\n"),
+	          0);
+	CHECK_STR(c.registry[0].upstream, "https://Registry.Example:5000/v/");
+	conf_free(&c);
+	CHECK_STR(fails("[registry \"r\"]\nupstream = ftp://r.example/\n"),
+	          "larder.conf:2: [registry \"r\"]: upstream = "
+	          "\"ftp://r.example/\": expected an absolute http:// or "
+	          "https:// URL");
+	CHECK_CONTAINS(fails("[registry \"r\"]\n"
+	                     "upstream = https://r/?x=1\n"),
+	               "a query or fragment is not allowed");
+	CHECK_STR(fails("[larder]\n[registry \"quay\"]\ncache_ttl = 1m\n"),
+	          "larder.conf:2: [registry \"quay\"]: registry quay has no "
+	          "upstream (expected the URL of the registry it caches, like "
+	          "upstream = https://registry-1.docker.io)");
+}
+
+T(registry_times)
+{
+	struct conf c;
+
+	CHECK_INT(parse_registry(&c, "cache_ttl", "1h"), 0);
+	CHECK_INT(c.registry[0].cache_ttl, 3600);
+	CHECK_INT(c.registry[0].max_stale, 7 * 86400);
+	/* the [larder] keys of the same names are not these */
+	CHECK_INT(c.cache_ttl, 300);
+	conf_free(&c);
+	CHECK_INT(parse_registry(&c, "cache_ttl", "0"), 0);
+	CHECK_INT(c.registry[0].cache_ttl, 0);
+	conf_free(&c);
+	CHECK_INT(parse_registry(&c, "max_stale", "30d"), 0);
+	CHECK_INT(c.registry[0].max_stale, 30 * 86400);
+	CHECK_INT(c.max_stale, 86400);
+	conf_free(&c);
+	CHECK_INT(parse_registry(&c, "max_stale", "0"), 0);
+	CHECK_INT(c.registry[0].max_stale, 0);
+	conf_free(&c);
+
+	CHECK_STR(fails_registry("cache_ttl", "soon"),
+	          "larder.conf:3: [registry \"r\"]: cache_ttl = \"soon\": "
+	          "expected seconds (300, 5m, 2h, 1d)");
+	CHECK_STR(fails_registry("max_stale", "-1"),
+	          "larder.conf:3: [registry \"r\"]: max_stale = \"-1\": "
+	          "expected seconds (300, 5m, 2h, 1d)");
+	CHECK_CONTAINS(fails_registry("max_stale", "99999999999999999999"),
+	               "too large");
+}
+
+T(registry_trusted_hosts)
+{
+	static const char *const bad[] = {
+	    "*example.com", "a.*.example.com",
+	    "*.",           "*",
+	    "**.example",   "*.*.example",
+	    "x*.a",         "*.[::1]",
+	    "https://a/",   "a_b",
+	    "*-a.example",
+	};
+	struct conf c;
+	char want[300];
+
+	CHECK_INT(parse_registry(&c, "trusted_hosts",
+	                         "  *.CDN.example\tcdn.example:8443 "),
+	          0);
+	CHECK_STR(c.registry[0].trusted_hosts,
+	          "*.cdn.example cdn.example:8443");
+	conf_free(&c);
+	CHECK_INT(parse_registry(&c, "trusted_hosts", "\"\""), 0);
+	CHECK_STR(c.registry[0].trusted_hosts, "");
+	conf_free(&c);
+	CHECK_INT(parse_registry(&c, "trusted_hosts", "*.a *.b:444 c"), 0);
+	CHECK_STR(c.registry[0].trusted_hosts, "*.a *.b:444 c");
+	conf_free(&c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(want, sizeof(want),
+		         "larder.conf:3: [registry \"r\"]: trusted_hosts = "
+		         "\"%s\": expected host names separated by spaces",
+		         bad[i]);
+		CHECK_STR(fails_registry("trusted_hosts", bad[i]), want);
+	}
+	/* an index may use the wildcard too: it is the same check */
+	CHECK_INT(parse(&c, "[index \"c\"]\ntype = cache\nupstream = "
+	                    "https://h/\ntrusted_hosts = *.pythonhosted.org\n"),
+	          0);
+	CHECK_STR(c.index[0].trusted_hosts, "*.pythonhosted.org");
+	conf_free(&c);
+}
+
+T(registry_credentials)
+{
+	struct conf c;
+
+	CHECK_INT(parse(&c, "[registry \"r\"]\nupstream = https://r/\n"
+	                    "username = \"larder bot\"\n"
+	                    "password_file = /etc/larder/r.token/\n"),
+	          0);
+	CHECK_STR(c.registry[0].username, "larder bot");
+	CHECK_STR(c.registry[0].password_file, "/etc/larder/r.token");
+	conf_free(&c);
+	/* both empty is anonymous, as unset */
+	CHECK_INT(parse(&c, "[registry \"r\"]\nupstream = https://r/\n"
+	                    "username = \"\"\npassword_file = \"\"\n"),
+	          0);
+	CHECK_STR(c.registry[0].username, "");
+	CHECK_STR(c.registry[0].password_file, "");
+	conf_free(&c);
+
+	CHECK_STR(fails_registry("password_file", "etc/token"),
+	          "larder.conf:3: [registry \"r\"]: password_file = "
+	          "\"etc/token\": expected an absolute path");
+	CHECK_STR(fails_registry("username", "\"a\x01\""),
+	          "larder.conf:3: [registry \"r\"]: username = \"a\\x01\": "
+	          "control character: expected text without control "
+	          "characters");
+	/* "" is none only where none is the default */
+	CHECK_CONTAINS(fails_larder("data_dir", "\"\""),
+	               "data_dir = \"\": expected an absolute path");
+
+	CHECK_STR(fails("[registry \"r\"]\nupstream = https://r/\n\n"
+	                "username = bot\n"),
+	          "larder.conf:4: [registry \"r\"]: username and "
+	          "password_file go together: username is set but "
+	          "password_file is not");
+	CHECK_STR(fails("[registry \"r\"]\npassword_file = /t\n"
+	                "upstream = https://r/\n"),
+	          "larder.conf:2: [registry \"r\"]: username and "
+	          "password_file go together: password_file is set but "
+	          "username is not");
+	CHECK_CONTAINS(fails("[registry \"r\"]\nupstream = https://r/\n"
+	                     "username = bot\npassword_file = \"\"\n"),
+	               "username is set but password_file is not");
+}
+
+T(registry_library_prefix)
+{
+	static const struct {
+		const char *v;
+		int want;
+	} cases[] = {
+	    {"auto", CONF_LIBRARY_AUTO},
+	    {"yes", CONF_LIBRARY_YES},
+	    {"no", CONF_LIBRARY_NO},
+	    {"\"no\"", CONF_LIBRARY_NO},
+	};
+	struct conf c;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		CHECK_INT(parse_registry(&c, "library_prefix", cases[i].v), 0);
+		CHECK_INT(c.registry[0].library_prefix, cases[i].want);
+		conf_free(&c);
+	}
+	CHECK_STR(fails_registry("library_prefix", "true"),
+	          "larder.conf:3: [registry \"r\"]: library_prefix = \"true\": "
+	          "expected one of auto, yes, no");
+	CHECK_CONTAINS(fails_registry("library_prefix", "Auto"),
+	               "expected one of auto, yes, no");
+}
+
+T(registry_default_key)
+{
+	struct conf c;
+
+	CHECK_INT(parse_registry(&c, "default", "yes"), 0);
+	CHECK_INT(c.registry[0].is_default, 1);
+	conf_free(&c);
+	CHECK_INT(parse_registry(&c, "default", "off"), 0);
+	CHECK_INT(c.registry[0].is_default, 0);
+	conf_free(&c);
+	CHECK_STR(fails_registry("default", "maybe"),
+	          "larder.conf:3: [registry \"r\"]: default = \"maybe\": "
+	          "expected yes or no (also true/false, on/off, 1/0)");
+
+	CHECK_STR(fails("[registry \"a\"]\nupstream = https://a/\n"
+	                "default = yes\n"
+	                "[registry \"b\"]\nupstream = https://b/\n"
+	                "default = no\n"
+	                "[registry \"c\"]\nupstream = https://c/\n\n"
+	                "default = yes\n"),
+	          "larder.conf:10: [registry \"c\"]: default = yes, but so is "
+	          "[registry \"a\"] (line 1): at most one registry may be the "
+	          "default");
+}
+
+T(registry_names)
+{
+	static const char *const good[] = {
+	    "hub",     "ghcr",      "quay-io", "a",         "0",
+	    "a.b_c-d", "docker.io", "v2x",     "libraries", "x1",
+	};
+	static const struct {
+		const char *name, *why;
+	} bad[] = {
+	    {"", "expected 1 to 64 characters"},
+	    {"Hub", "expected a-z and 0-9"},
+	    {"a b", "expected a-z and 0-9"},
+	    {"a/b", "expected a-z and 0-9"},
+	    {"a..b", "expected a-z and 0-9"},
+	    {"a--b", "expected a-z and 0-9"},
+	    {"a__b", "expected a-z and 0-9"},
+	    {"a.-b", "expected a-z and 0-9"},
+	    {"-a", "expected a-z and 0-9"},
+	    {"a-", "expected a-z and 0-9"},
+	    {".", "expected a-z and 0-9"},
+	    {"_x", "expected a-z and 0-9"},
+	    {"+x", "expected a-z and 0-9"},
+	    {"v2", "reserved"},
+	    {"library", "reserved"},
+	};
+	char text[512], name65[66];
+	struct conf c;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text),
+		         "[registry \"%s\"]\nupstream = https://h/\n", good[i]);
+		CHECK_INT(parse(&c, text), 0);
+		CHECK_INT(conf_registry_find(&c, good[i], strlen(good[i])), 0);
+		conf_free(&c);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text),
+		         "[registry \"%s\"]\nupstream = https://h/\n",
+		         bad[i].name);
+		CHECK_CONTAINS(fails(text), "larder.conf:1: [registry \"");
+		CHECK_CONTAINS(errbuf, "]: bad registry name: ");
+		CHECK_CONTAINS(errbuf, bad[i].why);
+	}
+	CHECK_STR(fails("[registry \"quay io\"]\n"),
+	          "larder.conf:1: [registry \"quay io\"]: bad registry name: "
+	          "expected a-z and 0-9, with single '.', '_' or '-' between "
+	          "them (like hub, ghcr, quay-io)");
+
+	memset(name65, 'n', 65);
+	name65[65] = '\0';
+	snprintf(text, sizeof(text), "[registry \"%s\"]\n", name65);
+	CHECK_CONTAINS(fails(text), "expected 1 to 64 characters");
+	name65[64] = '\0';
+	snprintf(text, sizeof(text),
+	         "[registry \"%s\"]\nupstream = https://h/\n", name65);
+	CHECK_INT(parse(&c, text), 0);
+	CHECK_STR(c.registry[0].name, name65);
+	conf_free(&c);
+}
+
+T(registry_duplicates_and_limits)
+{
+	struct buf b;
+	struct conf c;
+
+	CHECK_STR(fails("[registry \"r\"]\nupstream = https://a/\n"
+	                "[index \"p\"]\ntype = cache\nupstream = https://h/\n"
+	                "[registry \"r\"]\n"),
+	          "larder.conf:6: duplicate section [registry \"r\"] (first at "
+	          "line 1)");
+	CHECK_STR(fails("[registry \"r\"]\nupstream = https://a/\n"
+	                "upstream = https://b/\n"),
+	          "larder.conf:3: [registry \"r\"]: upstream given twice "
+	          "(first at line 2)");
+	/* an index and a registry may share a name: /NAME/ and /v2/NAME/ */
+	CHECK_INT(parse(&c, "[index \"hub\"]\ntype = cache\n"
+	                    "upstream = https://h/\n"
+	                    "[registry \"hub\"]\nupstream = https://r/\n"),
+	          0);
+	conf_free(&c);
+
+	buf_init(&b, 1 << 16);
+	for (int i = 0; i < CONF_MAX_REGISTRIES; i++)
+		buf_addf(&b, "[registry \"r%d\"]\nupstream = https://h/\n", i);
+	CHECK_INT(parse(&c, buf_str(&b)), 0);
+	CHECK_INT(c.nregistry, CONF_MAX_REGISTRIES);
+	CHECK_INT(conf_registry_find(&c, "r15", 3), 15);
+	conf_free(&c);
+	buf_adds(&b, "[registry \"one-more\"]\n");
+	CHECK_STR(
+	    fails(buf_str(&b)),
+	    "larder.conf:33: [registry \"one-more\"]: too many registries "
+	    "(at most 16)");
+	buf_free(&b);
+}
+
+T(registry_unknown_keys)
+{
+	CHECK_STR(fails("[registry \"r\"]\nupstream = https://r/\n"
+	                "upstrem = x\n"),
+	          "larder.conf:3: unknown key \"upstrem\" in [registry \"r\"] "
+	          "(did you mean upstream?)");
+	CHECK_STR(fails("[registry \"r\"]\ndefualt = yes\n"),
+	          "larder.conf:2: unknown key \"defualt\" in [registry \"r\"] "
+	          "(did you mean default?)");
+	CHECK_STR(fails("[registry \"r\"]\ntype = cache\n"),
+	          "larder.conf:2: unknown key \"type\" in [registry \"r\"] (it "
+	          "belongs in [index \"NAME\"] sections)");
+	CHECK_STR(fails("[registry \"r\"]\nworkers = 2\n"),
+	          "larder.conf:2: unknown key \"workers\" in [registry \"r\"] "
+	          "(it belongs in [larder])");
+	CHECK_STR(fails("[registry \"r\"]\nis_default = yes\n"),
+	          "larder.conf:2: unknown key \"is_default\" in [registry "
+	          "\"r\"]");
+	CHECK_STR(fails("[larder]\ndefault = yes\n"),
+	          "larder.conf:2: unknown key \"default\" in [larder] (it "
+	          "belongs in [registry \"NAME\"] sections)");
+	CHECK_STR(
+	    fails("[index \"p\"]\ntype = cache\nusername = x\n"),
+	    "larder.conf:3: unknown key \"username\" in [index \"p\"] (it "
+	    "belongs in [registry \"NAME\"] sections)");
+}
+
+T(registry_failed_parse_changes_nothing)
+{
+	struct conf c;
+	struct buf before, after;
+	const char *text = "[registry \"a\"]\nupstream = https://a/\n"
+	                   "default = yes\n"
+	                   "[registry \"b\"]\nupstream = https://b/\n"
+	                   "default = yes\n";
+
+	CHECK_INT(conf_defaults(&c), 0);
+	dump(&c, &before);
+	CHECK_INT(conf_parse(&c, "bad.conf", text, strlen(text), errbuf,
+	                     sizeof(errbuf)),
+	          EINVAL);
+	CHECK_CONTAINS(errbuf, "bad.conf:6: [registry \"b\"]: default = yes");
+	CHECK_STR(dump(&c, &after), buf_str(&before));
+	CHECK_INT(c.nregistry, 1);
+	CHECK_STR(c.registry[0].name, "hub");
+	buf_free(&before);
+	buf_free(&after);
+	conf_free(&c);
+}
+
 T(failed_parse_changes_nothing)
 {
 	struct conf c;
@@ -1120,6 +1589,21 @@ static void round_trip(const struct conf *c)
 				CHECK_INT(y->layer[l], x->layer[l]);
 		}
 	}
+	CHECK_INT(d.nregistry, c->nregistry);
+	for (size_t i = 0; i < d.nregistry && i < c->nregistry; i++) {
+		const struct conf_registry *x = &c->registry[i];
+		const struct conf_registry *y = &d.registry[i];
+
+		CHECK_STR(y->name, x->name);
+		CHECK_STR(y->upstream, x->upstream);
+		CHECK_INT(y->cache_ttl, x->cache_ttl);
+		CHECK_INT(y->max_stale, x->max_stale);
+		CHECK_STR(y->trusted_hosts, x->trusted_hosts);
+		CHECK_STR(y->username, x->username);
+		CHECK_STR(y->password_file, x->password_file);
+		CHECK_INT(y->library_prefix, x->library_prefix);
+		CHECK_INT(y->is_default, x->is_default);
+	}
 	buf_free(&one);
 	buf_free(&two);
 	conf_free(&d);
@@ -1170,6 +1654,37 @@ T(dump_round_trip)
 	round_trip(&c);
 	conf_free(&c);
 
+	/* the built-in registry, and declared ones with every key */
+	CHECK_INT(conf_defaults(&c), 0);
+	CHECK_CONTAINS(dump(&c, &b),
+	               "\n[registry \"hub\"]\n"
+	               "upstream = https://registry-1.docker.io/\n"
+	               "cache_ttl = 300\nmax_stale = 604800\n"
+	               "trusted_hosts = " REGISTRY_HOSTS "\n"
+	               "username = \"\"\npassword_file = \"\"\n"
+	               "library_prefix = auto\ndefault = yes\n");
+	buf_free(&b);
+	conf_free(&c);
+	CHECK_INT(parse(&c, "[registry \"ghcr\"]\n"
+	                    "upstream = https://ghcr.io\n"
+	                    "cache_ttl = 1m\nmax_stale = 0\n"
+	                    "trusted_hosts = \"\"\n"
+	                    "username = \"bot #1; \\\"x\\\"\"\n"
+	                    "password_file = /etc/larder/ghcr.token\n"
+	                    "library_prefix = no\n"
+	                    "[registry \"quay-io\"]\n"
+	                    "upstream = http://127.0.0.1:5000/\n"
+	                    "trusted_hosts = *.cdn.example a.example:8443\n"
+	                    "library_prefix = yes\ndefault = on\n"),
+	          0);
+	CHECK_CONTAINS(dump(&c, &b), "username = \"bot #1; \\\"x\\\"\"\n");
+	CHECK_CONTAINS(buf_str(&b), "\n[registry \"quay-io\"]\n");
+	CHECK_CONTAINS(buf_str(&b), "default = yes\n");
+	CHECK_CONTAINS(buf_str(&b), "library_prefix = no\n");
+	buf_free(&b);
+	round_trip(&c);
+	conf_free(&c);
+
 	/* the source goes in the header, and a control character in it
 	 * cannot break the file */
 	CHECK_INT(conf_defaults(&c), 0);
@@ -1216,6 +1731,11 @@ static void unroff(char *s)
 	*w = '\0';
 }
 
+static const char *const registry_keys[] = {
+    "upstream", "cache_ttl",     "max_stale",      "trusted_hosts",
+    "username", "password_file", "library_prefix", "default",
+};
+
 T(man_page)
 {
 	static const char *const index_keys[] = {"type", "upstream", "layers",
@@ -1243,6 +1763,16 @@ T(man_page)
 	    "v2",
 	    "+health",
 	    "_larder",
+	    ".SH \"[registry \\(dqNAME\\(dq] SECTIONS\"",
+	    ".SH \"DEFAULT REGISTRIES\"",
+	    "https://registry\\-1.docker.io",
+	    "default \\fB5m\\fR",
+	    "default \\fB7d\\fR",
+	    "default \\fB\\(dq\\(dq\\fR",
+	    "\\fIauto\\fR | \\fIyes\\fR | \\fIno\\fR",
+	    "*.cloudfront.net",
+	    "registry\\-mirrors",
+	    "library",
 	};
 	struct conf c;
 	struct buf man, d;
@@ -1274,6 +1804,15 @@ T(man_page)
 		snprintf(want, sizeof(want), ".TP\n.B %s\n", index_keys[i]);
 		CHECK_CONTAINS(buf_str(&man), want);
 	}
+	/* and the registry keys, after the registry part begins */
+	line = strstr(buf_str(&man), "[registry \\(dqNAME\\(dq] SECTIONS");
+	CHECK(line != NULL);
+	for (size_t i = 0; line && i < 8; i++) {
+		char want[80];
+
+		snprintf(want, sizeof(want), ".TP\n.B %s\n", registry_keys[i]);
+		CHECK_CONTAINS(line, want);
+	}
 	buf_free(&d);
 	conf_free(&c);
 
@@ -1295,6 +1834,9 @@ T(man_page)
 			CHECK_STR(errbuf, "");
 			CHECK_INT(c.nindex, 3);
 			CHECK_INT(c.sendfile, CONF_SENDFILE_XSENDFILE);
+			CHECK_INT(c.nregistry, 2);
+			CHECK_INT(conf_registry_default(&c), 0);
+			CHECK_INT(conf_registry_find(&c, "ghcr", 4), 1);
 			conf_free(&c);
 		}
 		free(ex);
@@ -1475,6 +2017,14 @@ T(sample_config)
 		snprintf(pat, sizeof(pat), "%s = ", index_keys[i]);
 		CHECK_CONTAINS(text, pat);
 	}
+	/* each registry key is described, and there is an example of
+	 * another registry */
+	for (size_t i = 0; i < 8; i++) {
+		snprintf(pat, sizeof(pat), "\n#   %s = ", registry_keys[i]);
+		CHECK_CONTAINS(text, pat);
+	}
+	CHECK_CONTAINS(text, "\n[registry \"hub\"]\n");
+	CHECK_CONTAINS(text, "\n# [registry \"ghcr\"]\n");
 
 	/* uncommenting each "# key = default" line changes nothing (but
 	 * data_dir, which depends on the build) */
@@ -1544,6 +2094,18 @@ int main(void)
 	RUN(layers_resolution);
 	RUN(unknown_and_self_layer);
 	RUN(cycles);
+	RUN(registry_find_and_default);
+	RUN(registry_replaces_default);
+	RUN(registry_upstream);
+	RUN(registry_times);
+	RUN(registry_trusted_hosts);
+	RUN(registry_credentials);
+	RUN(registry_library_prefix);
+	RUN(registry_default_key);
+	RUN(registry_names);
+	RUN(registry_duplicates_and_limits);
+	RUN(registry_unknown_keys);
+	RUN(registry_failed_parse_changes_nothing);
 	RUN(failed_parse_changes_nothing);
 	RUN(small_or_missing_err_buffer);
 	RUN(dump_round_trip);

@@ -233,6 +233,45 @@ T(trusted_scheme_and_port)
 		  1);
 }
 
+/* "*.suffix" entries: any name under suffix, on the same port rule. */
+T(trusted_wildcard)
+{
+	const char *hub = "https://registry-1.docker.io/";
+	const char *plain = "http://127.0.0.1:5000/";
+	const char *tr = "*.cloudfront.net *.Quay.IO *.cdn.example:8443";
+
+	CHECK_INT(url_host_trusted("https://d1.cloudfront.net/b", hub, tr), 1);
+	CHECK_INT(url_host_trusted("https://a.b.cloudfront.net/b", hub, tr),
+		  1);
+	CHECK_INT(url_host_trusted("https://CDN01.quay.io/b", hub, tr), 1);
+	/* not the suffix itself, nor a name that merely ends like it */
+	CHECK_INT(url_host_trusted("https://cloudfront.net/b", hub, tr), 0);
+	CHECK_INT(url_host_trusted("https://evilcloudfront.net/b", hub, tr),
+		  0);
+	CHECK_INT(url_host_trusted("https://.cloudfront.net/b", hub, tr), 0);
+	CHECK_INT(url_host_trusted("https://x..cloudfront.net/b", hub, tr),
+		  0);
+	CHECK_INT(url_host_trusted("https://cloudfront.net.evil/b", hub, tr),
+		  0);
+	CHECK_INT(url_host_trusted("https://d1.cloudfront.net@evil/b", hub,
+				   tr),
+		  0);
+	/* the port: the scheme's default, or the one given */
+	CHECK_INT(url_host_trusted("https://d1.cloudfront.net:8443/b", hub,
+				   tr),
+		  0);
+	CHECK_INT(url_host_trusted("https://a.cdn.example:8443/b", hub, tr),
+		  1);
+	CHECK_INT(url_host_trusted("https://a.cdn.example/b", hub, tr), 0);
+	/* an https upstream's blobs stay on https */
+	CHECK_INT(url_host_trusted("http://d1.cloudfront.net/b", hub, tr), 0);
+	CHECK_INT(url_host_trusted("http://d1.cloudfront.net/b", plain, tr),
+		  1);
+	/* a lone "*" or "*." is no wildcard, and matches nothing */
+	CHECK_INT(url_host_trusted("https://a.example/b", hub, "* *."), 0);
+	CHECK_INT(url_host_trusted("https://a.example/b", hub, "*example"), 0);
+}
+
 T(origin)
 {
 	char o[64];
@@ -258,6 +297,7 @@ int main(void)
 	RUN(host);
 	RUN(trusted);
 	RUN(trusted_scheme_and_port);
+	RUN(trusted_wildcard);
 	RUN(origin);
 	return t_done();
 }
