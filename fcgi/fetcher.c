@@ -172,16 +172,14 @@ static int fill(struct pump *p, struct db *db, char *err, size_t errlen)
 {
 	const struct fetcher_want *want = p->want;
 	const struct conf *c = p->w->conf;
-	struct fetch_opts o;
 	struct fill_want fw = {.key = want->key, .url = want->url,
 			       .expect = want->expect, .size = p->t.size,
-			       .opts = &o, .error_ttl = c->error_ttl};
+			       .opts = want->opts, .error_ttl = c->error_ttl};
 	struct fill_hooks h = {.progress = on_progress,
 			       .verified = on_verified, .ctx = p};
 	char sha[65];
 	int rc;
 
-	worker_fetch_opts(c, want->index, &o);
 	rc = fill_run(db, c->data_dir, &p->t.f, &fw, &h, sha, err, errlen);
 	if (!rc && want->meta_of)
 		db_file_set_meta(db, want->meta_of, sha);
@@ -247,13 +245,11 @@ int fetcher_serve(struct worker *w, struct req *r,
 		  size_t errlen)
 {
 	struct pump p = {.w = w, .r = r, .want = want};
-	struct fetch_opts o;
 	int rc;
 
-	worker_fetch_opts(w->conf, want->index, &o);
 	rc = tail_start(&p.t, w->db, w->conf->data_dir, want->key,
-			want->expect, want->size, fetch_max_silence(&o), err,
-			errlen);
+			want->expect, want->size, fetch_max_silence(want->opts),
+			err, errlen);
 	if (rc == EEXIST)
 		snprintf(sha256, 65, "%s", p.t.sha);
 	if (rc)

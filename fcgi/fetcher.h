@@ -20,8 +20,10 @@
 
 struct fetcher_want {
 	const char *key;          /* flight key (flight_key) */
-	int index;                /* the cache index whose page listed it */
-	const char *url;          /* upstream URL, from a page we cached */
+	const struct fetch_opts *opts; /* how to fetch it: timeouts, the
+	                             hosts redirects may go to, credentials */
+	const char *url;          /* upstream URL, from a page we cached or a
+	                             registry's own */
 	const char *expect;       /* sha256 the bytes must have, "" if none */
 	long long size;           /* expected size, -1 unknown */
 	const char *content_type;

@@ -139,16 +139,14 @@ static const char empty_sha[] =
 /* Answers a HEAD for a file the store does not have from what the page
  * said of it, or from an upstream HEAD when it said no size: nothing is
  * downloaded. */
-static void head_uncached(struct worker *w, struct req *r,
-			  const struct fetcher_want *want)
+static void head_uncached(struct req *r, const struct fetcher_want *want)
 {
-	struct fetch_opts o;
 	long long size = want->size;
 	char err[1024];
 
 	if (size < 0) {
-		worker_fetch_opts(w->conf, want->index, &o);
-		if (fetch_head(&o, want->url, &size, err, sizeof(err))) {
+		if (fetch_head(want->opts, want->url, &size, err,
+			       sizeof(err))) {
 			req_error(r, 502, err);
 			return;
 		}
@@ -166,17 +164,18 @@ static void head_uncached(struct worker *w, struct req *r,
 
 /* What fetching the file (sha256, listed as f by the cache index at
  * position from), or its .metadata, takes: want, pointing into the
- * caller's key, url and sha (the blob's hash when known). Returns 1 when
- * the store has the blob already. */
+ * caller's o, key, url and sha (the blob's hash when known). Returns 1
+ * when the store has the blob already. */
 static int file_want(struct worker *w, int from, const struct db_file *f,
 		     const char *sha256, int metadata,
-		     struct fetcher_want *want, char key[FLIGHT_KEY_MAX + 1],
-		     char url[2100], char sha[65])
+		     struct fetcher_want *want, struct fetch_opts *o,
+		     char key[FLIGHT_KEY_MAX + 1], char url[2100], char sha[65])
 {
 	memset(want, 0, sizeof(*want));
 	want->content_type = metadata ? "text/plain; charset=utf-8" :
 					"application/octet-stream";
-	want->index = from;
+	worker_fetch_opts(w->conf, from, o);
+	want->opts = o;
 	want->size = -1;
 	if (metadata) {
 		snprintf(sha, 65, "%s", f->meta_sha);
@@ -208,6 +207,7 @@ static void prefetch(struct worker *w)
 {
 	const struct worker_hint *h = &w->hint;
 	struct fetcher_want want;
+	struct fetch_opts o;
 	struct db_file f;
 	struct req q;
 	char key[FLIGHT_KEY_MAX + 1], url[2100], sha[65], err[1024] = "";
@@ -216,7 +216,8 @@ static void prefetch(struct worker *w)
 	if (h->index < 0 ||
 	    db_file_get(w->db, w->conf->index[h->index].name, h->sha256,
 			h->filename, &f) || !f.has_meta ||
-	    file_want(w, h->index, &f, h->sha256, 1, &want, key, url, sha))
+	    file_want(w, h->index, &f, h->sha256, 1, &want, &o, key, url,
+		      sha))
 		return;
 	req_quiet(&q, key);
 	rc = fetcher_serve(w, &q, &want, sha, err, sizeof(err));
@@ -229,6 +230,7 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 {
 	struct send_opts o = {.cache_control = IMMUTABLE};
 	struct fetcher_want want;
+	struct fetch_opts fo;
 	struct db_file f;
 	char key[FLIGHT_KEY_MAX + 1], url[2100], sha[65], err[1024] = "";
 	int rc, from, stored;
@@ -242,8 +244,8 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 		req_error(r, 404, "upstream advertises no metadata for it");
 		return;
 	}
-	stored = file_want(w, from, &f, rt->sha256, rt->metadata, &want, key,
-			   url, sha);
+	stored = file_want(w, from, &f, rt->sha256, rt->metadata, &want, &fo,
+			   key, url, sha);
 	o.content_type = want.content_type;
 	if (stored) {
 		r->cache = "HIT";
@@ -252,7 +254,7 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 		return;
 	}
 	if (r->head) {
-		head_uncached(w, r, &want);
+		head_uncached(r, &want);
 		return;
 	}
 	rc = fetcher_serve(w, r, &want, sha, err, sizeof(err));

@@ -137,6 +137,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 		if (r) {
 			r->etag[0] = r->last_modified[0] = '\0';
 			r->content_type[0] = '\0';
+			r->digest[0] = r->authenticate[0] = r->link[0] = '\0';
 			r->max_age = -1;
 			r->no_store = 0;
 		}
@@ -156,6 +157,11 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 		     sizeof(r->last_modified));
 	header_value(p, len, "content-type", r->content_type,
 		     sizeof(r->content_type));
+	header_value(p, len, "docker-content-digest", r->digest,
+		     sizeof(r->digest));
+	header_value(p, len, "www-authenticate", r->authenticate,
+		     sizeof(r->authenticate));
+	header_value(p, len, "link", r->link, sizeof(r->link));
 	if (header_value(p, len, "cache-control", v, sizeof(v))) {
 		const char *m = strcasestr(v, "max-age=");
 
@@ -165,6 +171,30 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 			r->no_store = 1;
 	}
 	return len;
+}
+
+/* The errno for an answer that is an HTTP error status. */
+static int status_errno(long status)
+{
+	if (status == 404 || status == 410)
+		return ENODATA;
+	if (status == 401 || status == 403)
+		return EACCES;
+	return EPROTO;
+}
+
+/* Appends o->auth to list when url is on the upstream's own origin. */
+static struct curl_slist *add_auth(struct curl_slist *list,
+				   const struct fetch_opts *o, const char *url)
+{
+	char a[300], b[300], line[4200];
+
+	if (!o->auth || !*o->auth || !o->trust_base ||
+	    url_origin(url, a, sizeof(a)) ||
+	    url_origin(o->trust_base, b, sizeof(b)) || strcmp(a, b) != 0)
+		return list;
+	snprintf(line, sizeof(line), "Authorization: %s", o->auth);
+	return curl_slist_append(list, line);
 }
 
 static void setup(CURL *c, const struct fetch_opts *o, const char *url,
@@ -318,22 +348,15 @@ static size_t page_body(char *p, size_t size, size_t n, void *ctx)
 	return size * n;
 }
 
-int fetch_page(const struct fetch_opts *o, const char *url,
-	       const char *accept, const char *etag,
-	       const char *last_modified, struct fetch_page *r, char *err,
-	       size_t errlen)
+/* The request headers of a page fetch of url. */
+static struct curl_slist *page_headers(const struct fetch_opts *o,
+				       const char *url, const char *accept,
+				       const char *etag,
+				       const char *last_modified)
 {
-	char errbuf[CURL_ERROR_SIZE];
 	struct curl_slist *hdrs = NULL;
-	struct head h;
 	char line[512];
-	int attempt = 0, hops = 0, ret;
-	CURLcode rc;
-	CURL *c;
 
-	memset(r, 0, sizeof(*r));
-	buf_init(&r->body, o->max_body);
-	snprintf(r->url, sizeof(r->url), "%s", url);
 	snprintf(line, sizeof(line), "Accept: %s", accept);
 	hdrs = curl_slist_append(hdrs, line);
 	if (etag && *etag) {
@@ -345,6 +368,24 @@ int fetch_page(const struct fetch_opts *o, const char *url,
 			 last_modified);
 		hdrs = curl_slist_append(hdrs, line);
 	}
+	return add_auth(hdrs, o, url);
+}
+
+static int page_request(const struct fetch_opts *o, const char *url,
+			const char *accept, const char *etag,
+			const char *last_modified, int head,
+			struct fetch_page *r, char *err, size_t errlen)
+{
+	char errbuf[CURL_ERROR_SIZE];
+	struct curl_slist *hdrs = NULL;
+	struct head h;
+	int attempt = 0, hops = 0, ret;
+	CURLcode rc;
+	CURL *c;
+
+	memset(r, 0, sizeof(*r));
+	buf_init(&r->body, o->max_body);
+	snprintf(r->url, sizeof(r->url), "%s", url);
 	for (;;) {
 		c = easy();
 		if (!c) {
@@ -355,10 +396,16 @@ int fetch_page(const struct fetch_opts *o, const char *url,
 		buf_reset(&r->body);
 		h.page = r;
 		setup(c, o, r->url, errbuf, &h);
-		curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+		curl_slist_free_all(hdrs);
+		hdrs = page_headers(o, r->url, accept, etag, last_modified);
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, page_body);
-		curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+		if (head) {
+			curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+		} else {
+			curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+			curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, page_body);
+			curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+		}
 		rc = curl_easy_perform(c);
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
 		r->retry_after = h.retry_after;
@@ -395,9 +442,26 @@ int fetch_page(const struct fetch_opts *o, const char *url,
 	return ret;
 }
 
+int fetch_page(const struct fetch_opts *o, const char *url,
+	       const char *accept, const char *etag,
+	       const char *last_modified, struct fetch_page *r, char *err,
+	       size_t errlen)
+{
+	return page_request(o, url, accept, etag, last_modified, 0, r, err,
+			    errlen);
+}
+
+int fetch_page_head(const struct fetch_opts *o, const char *url,
+		    const char *accept, struct fetch_page *r, char *err,
+		    size_t errlen)
+{
+	return page_request(o, url, accept, NULL, NULL, 1, r, err, errlen);
+}
+
 int fetch_head(const struct fetch_opts *o, const char *url, long long *size,
 	       char *err, size_t errlen)
 {
+	struct curl_slist *hdrs;
 	char errbuf[CURL_ERROR_SIZE];
 	char cur[2048];
 	curl_off_t cl;
@@ -418,7 +482,11 @@ int fetch_head(const struct fetch_opts *o, const char *url, long long *size,
 		h.page = NULL;
 		setup(c, o, cur, errbuf, &h);
 		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+		hdrs = add_auth(NULL, o, cur);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 		rc = curl_easy_perform(c);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+		curl_slist_free_all(hdrs);
 		status = 0;
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 		if (rc != CURLE_OK) {
@@ -443,7 +511,7 @@ int fetch_head(const struct fetch_opts *o, const char *url, long long *size,
 		if (status != 200) {
 			snprintf(err, errlen, "%s: upstream answered %ld", url,
 				 status);
-			return EPROTO;
+			return status_errno(status);
 		}
 		if (curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
 				      &cl) == CURLE_OK && cl >= 0)
@@ -533,6 +601,7 @@ int fetch_file(const struct fetch_opts *o, const char *url, int fd,
 {
 	char errbuf[CURL_ERROR_SIZE];
 	char cur[2048], range[64];
+	struct curl_slist *hdrs;
 	struct file_ctx f;
 	struct head h;
 	int attempt = 0, hops = 0, ret;
@@ -566,7 +635,11 @@ int fetch_file(const struct fetch_opts *o, const char *url, int fd,
 		}
 		curl_easy_setopt(f.c, CURLOPT_WRITEFUNCTION, file_body);
 		curl_easy_setopt(f.c, CURLOPT_WRITEDATA, &f);
+		hdrs = add_auth(NULL, o, cur);
+		curl_easy_setopt(f.c, CURLOPT_HTTPHEADER, hdrs);
 		rc = curl_easy_perform(f.c);
+		curl_easy_setopt(f.c, CURLOPT_HTTPHEADER, NULL);
+		curl_slist_free_all(hdrs);
 		status = 0;
 		curl_easy_getinfo(f.c, CURLINFO_RESPONSE_CODE, &status);
 		if (f.write_err) {
@@ -592,8 +665,8 @@ int fetch_file(const struct fetch_opts *o, const char *url, int fd,
 				  status != 206)) {
 			/* a 5xx or 429 that outlasts the retries says the host
 			 * is unwell; any other answer is about this file */
-			ret = transient_status(status) && !f.refused ? EREMOTEIO :
-								       EPROTO;
+			ret = f.refused ? EPROTO : transient_status(status) ?
+				 EREMOTEIO : status_errno(status);
 			snprintf(err, errlen, "%s: upstream answered %ld%s", url,
 				 status, f.refused && (status == 200 ||
 						       status == 206) ?

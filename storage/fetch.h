@@ -27,6 +27,10 @@ struct fetch_opts {
 	const char *trusted;      /* ...or these space-separated hosts
 	                             (url_host_trusted); with trust_base NULL,
 	                             nowhere: every redirect is refused */
+	const char *auth;         /* NULL, or an Authorization value ("Bearer
+	                             T") sent to trust_base's origin only: never
+	                             to a host a redirect leads to (a CDN's
+	                             signed URL fails with one) */
 };
 
 /* The longest a healthy fetch with options o may go without writing a
@@ -55,6 +59,9 @@ struct fetch_page {
 	int no_store;           /* Cache-Control no-store / no-cache */
 	long retry_after;       /* seconds, -1 when absent */
 	char url[2048];         /* the URL that answered (after redirects) */
+	char digest[80];        /* Docker-Content-Digest, "" when absent */
+	char authenticate[512]; /* WWW-Authenticate, "" when absent */
+	char link[1024];        /* Link, "" when absent */
 };
 
 /* GETs a page with the given Accept and, when not NULL/"", If-None-Match
@@ -68,6 +75,11 @@ int fetch_page(const struct fetch_opts *o, const char *url,
 	       const char *last_modified, struct fetch_page *r, char *err,
 	       size_t errlen);
 
+/* As fetch_page(), with HEAD: the headers only (r->body stays empty). */
+int fetch_page_head(const struct fetch_opts *o, const char *url,
+		    const char *accept, struct fetch_page *r, char *err,
+		    size_t errlen);
+
 /* What a file download tells its caller as it goes. */
 struct fetch_hooks {
 	/* once the total size is known (from the upstream's answer) */
@@ -79,8 +91,9 @@ struct fetch_hooks {
 
 /* GETs url into fd (empty, at offset 0), hashing as it goes; the hex
  * digest goes to sha256. hooks may be NULL. Returns 0 after a complete
- * download, else an errno with a reason in err: EPROTO for an HTTP error
- * status, EIO for a short or broken body, EPERM for an untrusted redirect,
+ * download, else an errno with a reason in err: ENODATA when upstream
+ * answered 404 or 410, EACCES for 401 or 403, EPROTO for another HTTP
+ * error status, EIO for a short or broken body, EPERM for an untrusted redirect,
  * EREMOTEIO for a 5xx or 429 that outlasted the retries, ETIMEDOUT,
  * ECONNREFUSED, EHOSTUNREACH, ENOSPC or another write error
  * (after which fd is truncated to nothing, so that a full disk gets its
@@ -91,7 +104,8 @@ int fetch_file(const struct fetch_opts *o, const char *url, int fd,
 
 /* HEADs url (following trusted redirects, retrying transient failures)
  * for the size of what a GET would send. Returns 0 with *size (-1 when
- * upstream did not say), or an errno with a reason in err as fetch_file. */
+ * upstream did not say), or an errno with a reason in err as fetch_file
+ * (ENODATA, EACCES, EPROTO for error statuses). */
 int fetch_head(const struct fetch_opts *o, const char *url, long long *size,
 	       char *err, size_t errlen);
 
