@@ -286,25 +286,6 @@ failed:
 	return rc;
 }
 
-/* Waits while another process refreshes the page, until its flight row
- * goes, its lock is let go, or max_ms. Returns 1 when the refresh is over,
- * 0 when time ran out. */
-static int wait_flight(struct worker *w, struct flight *f, long max_ms)
-{
-	long waited = 0, step = 2;
-
-	while (flight_pending(w->db, f) &&
-	       flight_locked(f->tmp) != FLIGHT_FREE) {
-		if (waited >= max_ms)
-			return 0;
-		usleep((useconds_t)step * 1000);
-		waited += step;
-		if (step < 50)
-			step *= 2;
-	}
-	return 1;
-}
-
 /* Whether the page row changed since we looked at it (seen, or nothing
  * when !had): some other process refreshed it in the meantime. */
 static int renewed(int had, const struct db_page *seen,
@@ -383,7 +364,7 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 				 fetch_max_silence(&o) * 1000;
 			worker_shed(w);
 			waited = 1;
-			if (wait_flight(w, &f, max_ms) || have)
+			if (flight_wait(w->db, &f, max_ms) || have)
 				continue;
 			snprintf(err, errlen, "%s: still being fetched", key);
 			return ETIMEDOUT;

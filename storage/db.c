@@ -18,7 +18,7 @@
 #define STRINGIFY(x) STRINGIFY_(x)
 
 /* The schema this build reads and writes (PRAGMA user_version). */
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 
 /* Every table as this version has it. Run under one write lock taken up
  * front: a deferred transaction that reads the schema and then wants to
@@ -47,7 +47,23 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS upstreams ("
 	"  host TEXT PRIMARY KEY, until INTEGER NOT NULL, reason TEXT NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS garbage ("
-	"  sha256 TEXT PRIMARY KEY, since INTEGER NOT NULL);";
+	"  sha256 TEXT PRIMARY KEY, since INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS oci_refs ("
+	"  registry TEXT NOT NULL, name TEXT NOT NULL, ref TEXT NOT NULL,"
+	"  status INTEGER NOT NULL, sha256 TEXT NOT NULL,"
+	"  media_type TEXT NOT NULL, link TEXT NOT NULL, etag TEXT NOT NULL,"
+	"  fetched_at INTEGER NOT NULL, ttl INTEGER NOT NULL,"
+	"  PRIMARY KEY (registry, name, ref));"
+	"CREATE INDEX IF NOT EXISTS oci_refs_sha ON oci_refs (sha256);"
+	"CREATE TABLE IF NOT EXISTS oci_blobs ("
+	"  registry TEXT NOT NULL, name TEXT NOT NULL, sha256 TEXT NOT NULL,"
+	"  size INTEGER NOT NULL,"
+	"  PRIMARY KEY (registry, name, sha256));"
+	"CREATE INDEX IF NOT EXISTS oci_blobs_sha ON oci_blobs (sha256);"
+	"CREATE TABLE IF NOT EXISTS oci_tokens ("
+	"  registry TEXT NOT NULL, scope TEXT NOT NULL, value TEXT NOT NULL,"
+	"  expires_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (registry, scope));";
 
 /* What a database made before user_version was kept (version 0) lacks. */
 static const char from_v0[] =
@@ -96,6 +112,23 @@ static const char *const sql[S_COUNT] = {
 	[S_GARBAGE_DELETE] = "DELETE FROM garbage WHERE sha256 = ?1",
 	[S_PAGE_REFS] = "SELECT count(*) FROM pages"
 			" WHERE json_sha = ?1 OR html_sha = ?1",
+	[S_OCI_REF_GET] = "SELECT status, sha256, media_type, link, etag,"
+			  " fetched_at, ttl FROM oci_refs"
+			  " WHERE registry = ?1 AND name = ?2 AND ref = ?3",
+	[S_OCI_REF_PUT] = "INSERT OR REPLACE INTO oci_refs VALUES"
+			  " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+	[S_OCI_REF_TOUCH] = "UPDATE oci_refs SET fetched_at = ?4, ttl = ?5"
+			    " WHERE registry = ?1 AND name = ?2 AND ref = ?3",
+	[S_OCI_BLOB_PUT] = "INSERT OR REPLACE INTO oci_blobs VALUES"
+			   " (?1, ?2, ?3, ?4)",
+	[S_OCI_BLOB_GET] = "SELECT size FROM oci_blobs WHERE sha256 = ?3"
+			   " ORDER BY registry = ?1 AND name = ?2 DESC LIMIT 1",
+	[S_OCI_TOKEN_GET] = "SELECT value, expires_at FROM oci_tokens"
+			    " WHERE registry = ?1 AND scope = ?2",
+	[S_OCI_TOKEN_PUT] = "INSERT OR REPLACE INTO oci_tokens VALUES"
+			    " (?1, ?2, ?3, ?4)",
+	[S_OCI_TOKEN_DELETE] = "DELETE FROM oci_tokens"
+			       " WHERE registry = ?1 AND scope = ?2",
 	[S_BEGIN] = "BEGIN IMMEDIATE",
 	[S_COMMIT] = "COMMIT",
 	[S_ROLLBACK] = "ROLLBACK",
@@ -376,7 +409,9 @@ int db_unreferenced(struct db *db, char (*sha)[65], size_t n,
 		" AND sha256 NOT IN (SELECT html_sha FROM pages)"
 		" AND sha256 NOT IN (SELECT sha256 FROM files)"
 		" AND sha256 NOT IN (SELECT meta_sha FROM files)"
-		" AND sha256 NOT IN (SELECT sha256 FROM garbage)";
+		" AND sha256 NOT IN (SELECT sha256 FROM garbage)"
+		" AND sha256 NOT IN (SELECT sha256 FROM oci_refs)"
+		" AND sha256 NOT IN (SELECT sha256 FROM oci_blobs)";
 	sqlite3_stmt *ins = NULL, *sel = NULL;
 	int err = EIO, rc;
 

@@ -9,6 +9,10 @@
  *   flights  single-flight claims: who is fetching a key, into which file
  *   outcomes how the last fetch of a key ended: the blob it committed, or
  *            why it failed, for the requesters that followed it
+ *   oci_refs   what a registry's tag, manifest digest, tag list or
+ *              referrers list names, with its freshness
+ *   oci_blobs  every blob a registry's repository was seen to hold
+ *   oci_tokens bearer tokens per (registry, scope), shared by all workers
  */
 #ifndef LARDER_DB_H
 #define LARDER_DB_H
@@ -172,5 +176,53 @@ int db_page_refs(struct db *db, const char *sha256, long *count);
  * replaced and the collector will delete). Returns 0, ENOMEM, or EIO. */
 int db_unreferenced(struct db *db, char (*sha)[65], size_t n,
 		    void (*fn)(const char *sha256, void *ctx), void *ctx);
+
+/* A registry reference: a tag, a manifest digest, a tag list or a
+ * referrers list (ref as the caller spells them), and the stored body it
+ * names. */
+struct db_oci_ref {
+	int status;               /* 200, or 404 for a remembered miss */
+	char sha256[65];          /* blob of the body (a manifest's digest) */
+	char media_type[128];     /* its Content-Type */
+	char link[1024];          /* tag lists: the next page, "" none */
+	char etag[256];           /* upstream's, "" when none */
+	long long fetched_at;     /* unix seconds of the last fetch or HEAD */
+	long ttl;                 /* seconds fresh after fetched_at */
+};
+
+/* Reads the row of (registry, name, ref). Returns 0, ENOENT, or EIO. */
+int db_oci_ref_get(struct db *db, const char *registry, const char *name,
+		   const char *ref, struct db_oci_ref *r);
+
+/* Writes the row. Returns 0 or EIO. */
+int db_oci_ref_put(struct db *db, const char *registry, const char *name,
+		   const char *ref, const struct db_oci_ref *r);
+
+/* Renews a row after a revalidation. Returns 0 or EIO. */
+int db_oci_ref_touch(struct db *db, const char *registry, const char *name,
+		     const char *ref, long long fetched_at, long ttl);
+
+/* Records that the repository holds blob sha256 of size bytes (-1
+ * unknown). Returns 0 or EIO. */
+int db_oci_blob_put(struct db *db, const char *registry, const char *name,
+		    const char *sha256, long long size);
+
+/* Reads the size of blob sha256 as recorded, preferring the row of
+ * (registry, name). Returns 0, ENOENT, or EIO. */
+int db_oci_blob_get(struct db *db, const char *registry, const char *name,
+		    const char *sha256, long long *size);
+
+/* Reads the token for (registry, scope) and when it expires. Returns 0,
+ * ENOENT, or EIO. */
+int db_oci_token_get(struct db *db, const char *registry, const char *scope,
+		     char *value, size_t len, long long *expires_at);
+
+/* Writes a token. Returns 0 or EIO. */
+int db_oci_token_put(struct db *db, const char *registry, const char *scope,
+		     const char *value, long long expires_at);
+
+/* Forgets a token (upstream refused it). Returns 0 or EIO. */
+int db_oci_token_delete(struct db *db, const char *registry,
+			const char *scope);
 
 #endif

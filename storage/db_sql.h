@@ -1,6 +1,7 @@
 /* db_sql: what the db modules (db.c: the connection, the schema, every
  * statement's text; db_page.c: pages, files, garbage; db_flight.c:
- * flights, outcomes, upstreams) share. Not for use outside storage/db*.c:
+ * flights, outcomes, upstreams; db_oci.c: registries' refs, blobs and
+ * tokens) share. Not for use outside storage/db*.c:
  * everyone else goes through db.h. */
 #ifndef LARDER_DB_SQL_H
 #define LARDER_DB_SQL_H
@@ -39,6 +40,14 @@ enum db_stmt {
 	S_GARBAGE_DUE,
 	S_GARBAGE_DELETE,
 	S_PAGE_REFS,
+	S_OCI_REF_GET,
+	S_OCI_REF_PUT,
+	S_OCI_REF_TOUCH,
+	S_OCI_BLOB_PUT,
+	S_OCI_BLOB_GET,
+	S_OCI_TOKEN_GET,
+	S_OCI_TOKEN_PUT,
+	S_OCI_TOKEN_DELETE,
 	S_BEGIN,
 	S_COMMIT,
 	S_ROLLBACK,

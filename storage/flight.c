@@ -300,3 +300,18 @@ int flight_sweep_due(struct db *db, const char *data_dir, long interval)
 	close(fd);
 	return n;
 }
+
+int flight_wait(struct db *db, struct flight *f, long max_ms)
+{
+	long waited = 0, step = 2;
+
+	while (flight_pending(db, f) && flight_locked(f->tmp) != FLIGHT_FREE) {
+		if (waited >= max_ms)
+			return 0;
+		usleep((useconds_t)step * 1000);
+		waited += step;
+		if (step < 50)
+			step *= 2;
+	}
+	return 1;
+}

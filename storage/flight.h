@@ -68,6 +68,11 @@ int flight_locked_fd(int fd);
  * 1, f->size and f->sha256 are refreshed from it. */
 int flight_pending(struct db *db, struct flight *f);
 
+/* Waits while another process owns f (a claim that is no download: a
+ * page, a manifest, a token), until its row goes, its lock is let go, or
+ * max_ms pass. Returns 1 when that claim is over, 0 when time ran out. */
+int flight_wait(struct db *db, struct flight *f, long max_ms);
+
 /* Owner: deletes the row (the caller then unlinks the temp file, or has
  * renamed it, and closes f->fd, which lets go of the lock). Returns 0 or
  * EIO. */

@@ -129,9 +129,66 @@ T(open_does_not_wait_for_a_writer)
 	remove_db(dir);
 }
 
+/* The rows a registry cache keeps: refs with their freshness, blobs with
+ * their sizes (the repository's own row first), tokens. */
+T(oci_rows)
+{
+	char dir[] = "/tmp/larder-test-db-XXXXXX", tok[64];
+	struct db_oci_ref r = {.status = 200, .fetched_at = 100, .ttl = 300},
+			  got;
+	struct db *db = NULL;
+	long long size, until;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp failed");
+		return;
+	}
+	CHECK_INT(db_open(dir, &db), 0);
+	snprintf(r.sha256, sizeof(r.sha256), "%064d", 7);
+	snprintf(r.media_type, sizeof(r.media_type), "application/json");
+	snprintf(r.link, sizeof(r.link), "n=2&last=b");
+	CHECK_INT(db_oci_ref_get(db, "hub", "library/alpine", "3", &got),
+		  ENOENT);
+	CHECK_INT(db_oci_ref_put(db, "hub", "library/alpine", "3", &r), 0);
+	CHECK_INT(db_oci_ref_get(db, "hub", "library/alpine", "3", &got), 0);
+	CHECK_STR(got.sha256, r.sha256);
+	CHECK_STR(got.media_type, "application/json");
+	CHECK_STR(got.link, "n=2&last=b");
+	CHECK_INT(got.ttl, 300);
+	CHECK_INT(db_oci_ref_touch(db, "hub", "library/alpine", "3", 500, 60),
+		  0);
+	CHECK_INT(db_oci_ref_get(db, "hub", "library/alpine", "3", &got), 0);
+	CHECK_INT(got.fetched_at, 500);
+	CHECK_INT(got.ttl, 60);
+	CHECK_INT(db_oci_ref_get(db, "other", "library/alpine", "3", &got),
+		  ENOENT);
+
+	CHECK_INT(db_oci_blob_get(db, "hub", "a", r.sha256, &size), ENOENT);
+	CHECK_INT(db_oci_blob_put(db, "ghcr", "b", r.sha256, 10), 0);
+	CHECK_INT(db_oci_blob_get(db, "hub", "a", r.sha256, &size), 0);
+	CHECK_INT(size, 10);
+	CHECK_INT(db_oci_blob_put(db, "hub", "a", r.sha256, 11), 0);
+	CHECK_INT(db_oci_blob_get(db, "hub", "a", r.sha256, &size), 0);
+	CHECK_INT(size, 11);
+
+	CHECK_INT(db_oci_token_get(db, "hub", "s", tok, sizeof(tok), &until),
+		  ENOENT);
+	CHECK_INT(db_oci_token_put(db, "hub", "s", "T1", 99), 0);
+	CHECK_INT(db_oci_token_get(db, "hub", "s", tok, sizeof(tok), &until),
+		  0);
+	CHECK_STR(tok, "T1");
+	CHECK_INT(until, 99);
+	CHECK_INT(db_oci_token_delete(db, "hub", "s"), 0);
+	CHECK_INT(db_oci_token_get(db, "hub", "s", tok, sizeof(tok), &until),
+		  ENOENT);
+	db_close(db);
+	remove_db(dir);
+}
+
 int main(void)
 {
 	RUN(open_race_on_fresh_store);
+	RUN(oci_rows);
 	RUN(open_does_not_wait_for_a_writer);
 	return t_done();
 }
