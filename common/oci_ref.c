@@ -247,3 +247,33 @@ int oci_error_body(struct buf *b, const char *code, const char *message)
 		return ENOMEM;
 	return 0;
 }
+
+int oci_link_next(const char *link, char *query, size_t len)
+{
+	const char *open, *close, *q, *rel;
+	size_t n;
+
+	query[0] = '\0';
+	open = strchr(link, '<');
+	close = open ? strchr(open, '>') : NULL;
+	if (!close)
+		return ENOENT;
+	rel = strstr(close, "rel=");
+	if (!rel || (strncmp(rel + 4, "\"next\"", 6) != 0 &&
+		     strncmp(rel + 4, "next", 4) != 0))
+		return ENOENT;
+	q = memchr(open, '?', (size_t)(close - open));
+	if (!q)
+		return EINVAL;
+	q++;
+	n = (size_t)(close - q);
+	if (n == 0 || n >= len)
+		return EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "0123456789=&._~%+-", q[i]))
+			return EINVAL;
+	memcpy(query, q, n);
+	query[n] = '\0';
+	return 0;
+}

@@ -67,4 +67,11 @@ void oci_route_parse(const char *method, const char *path,
  * "detail":null}]}, to b. Returns 0 or ENOMEM. */
 int oci_error_body(struct buf *b, const char *code, const char *message);
 
+/* Reads the query of the next page from a tag list's Link header value,
+ * "<URL?n=2&last=b>; rel=\"next\"" (URL absolute or a path, whatever its
+ * name: the caller names the page itself), into query. Returns 0,
+ * ENOENT when there is no next page (link "" or without rel="next"), or
+ * EINVAL for a URL without a query or with bytes a query does not hold. */
+int oci_link_next(const char *link, char *query, size_t len);
+
 #endif

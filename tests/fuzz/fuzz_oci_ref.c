@@ -2,7 +2,8 @@
  * "METHOD PATH" or just a path (GET). Whatever comes in, an accepted route
  * has a name the grammar allows and a reference that is a valid tag or a
  * digest larder can check, an error has a status and a spec code, and the
- * error body is the JSON the spec gives. */
+ * error body is the JSON the spec gives. The same text as a Link header
+ * yields a next page's query that is fit to go into one, or nothing. */
 #include "config.h"
 
 #include <stdint.h>
@@ -58,6 +59,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		    strstr(r.name, ".."))
 			abort();
 		break;
+	}
+	/* a Link header's next page: only bytes a query may hold */
+	{
+		char q[512];
+
+		if (oci_link_next(s, q, sizeof(q)) == 0 &&
+		    (!*q || strpbrk(q, " \t\r\n\"<>;,")))
+			abort();
 	}
 	/* the raw bytes, NULs included, through each grammar */
 	oci_name_valid((const char *)d, n);

@@ -185,6 +185,33 @@ T(error_bodies)
 	buf_free(&b);
 }
 
+T(links)
+{
+	char q[64];
+
+	CHECK_INT(oci_link_next("</v2/library/alpine/tags/list?last=b&n=2>; "
+				"rel=\"next\"", q, sizeof(q)), 0);
+	CHECK_STR(q, "last=b&n=2");
+	CHECK_INT(oci_link_next("<https://r.example/v2/a/tags/list?n=5&last="
+				"v1.2>; rel=next", q, sizeof(q)), 0);
+	CHECK_STR(q, "n=5&last=v1.2");
+	CHECK_INT(oci_link_next("", q, sizeof(q)), ENOENT);
+	CHECK_STR(q, "");
+	CHECK_INT(oci_link_next("</v2/a/tags/list?n=2>; rel=\"prev\"", q,
+				sizeof(q)), ENOENT);
+	CHECK_INT(oci_link_next("</v2/a/tags/list?n=2", q, sizeof(q)), ENOENT);
+	CHECK_INT(oci_link_next("</v2/a/tags/list>; rel=\"next\"", q,
+				sizeof(q)), EINVAL);
+	/* nothing that could break out of the header it goes into */
+	CHECK_INT(oci_link_next("</v2/a/tags/list?n=2\"x>; rel=\"next\"", q,
+				sizeof(q)), EINVAL);
+	CHECK_INT(oci_link_next("</v2/a/tags/list?n=2 x>; rel=\"next\"", q,
+				sizeof(q)), EINVAL);
+	CHECK_INT(oci_link_next("</v2/a/tags/list?last=aaaaaaaaaaaaaaaaaaaaaaaa"
+				"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa>; "
+				"rel=\"next\"", q, sizeof(q)), EINVAL);
+}
+
 int main(void)
 {
 	RUN(names);
@@ -193,5 +220,6 @@ int main(void)
 	RUN(routes);
 	RUN(route_errors);
 	RUN(error_bodies);
+	RUN(links);
 	return t_done();
 }
