@@ -5,6 +5,7 @@
 
 #include "common/route.h"
 #include "fcgi/dispatch.h"
+#include "fcgi/oci.h"
 #include "fcgi/pypi.h"
 
 static void redirect(struct worker *w, struct req *r, const char *location)
@@ -33,6 +34,10 @@ static void route(struct worker *w, struct req *r)
 
 	if (!*r->path) {
 		req_error(r, 400, "bad path encoding");
+		return;
+	}
+	if (!strncmp(r->path, "/v2", 3) && (!r->path[3] || r->path[3] == '/')) {
+		oci_serve(w, r);
 		return;
 	}
 	route_parse(w->conf, r->method, r->path, &rt);
