@@ -8,61 +8,37 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/log.h"
 #include "common/oci_manifest.h"
 #include "common/oci_ref.h"
-#include "common/sha256.h"
 #include "fcgi/fetcher.h"
 #include "fcgi/oci.h"
-#include "fcgi/oci_up.h"
+#include "fcgi/oci_refs.h"
 #include "fcgi/send.h"
 #include "storage/blob.h"
 #include "storage/flight.h"
 
 #define IMMUTABLE "public, max-age=31536000, immutable"
-#define FOREVER (10L * 365 * 86400) /* a by-digest row's ttl */
-/* How long a requester with a stale copy waits on another's refresh. */
-#define STALE_WAIT_MS 1000
-#define JSON_TYPE "application/json"
-#define INDEX_TYPE "application/vnd.oci.image.index.v1+json"
 
 /* What larder asks a registry for, before what the client asked for:
  * every kind of manifest it can read, so that a tag is stored once, as
  * the upstream's richest form (an index where there is one). */
 static const char manifest_accept[] =
-	"application/vnd.oci.image.index.v1+json, "
-	"application/vnd.docker.distribution.manifest.list.v2+json, "
-	"application/vnd.oci.image.manifest.v1+json, "
-	"application/vnd.docker.distribution.manifest.v2+json";
-
-static const char empty_index[] =
-	"{\"schemaVersion\":2,\"mediaType\":"
-	"\"application/vnd.oci.image.index.v1+json\",\"manifests\":[]}";
+    "application/vnd.oci.image.index.v1+json, "
+    "application/vnd.docker.distribution.manifest.list.v2+json, "
+    "application/vnd.oci.image.manifest.v1+json, "
+    "application/vnd.docker.distribution.manifest.v2+json";
 
 /* One request's registry and repository. */
 struct oci_ctx {
 	const struct conf_registry *reg;
-	const char *name;         /* as the client named it, registry prefix
-	                             included (for Link headers) */
+	const char *name; /* as the client named it, registry prefix
+	                     included (for Link headers) */
 	struct oci_route rt;
 	struct oci_up up;
 };
 
-/* What to fetch for a row, and how. */
-struct ref_want {
-	const char *ref;          /* the row's key */
-	char url[2400];           /* upstream */
-	char fallback[2400];      /* referrers: the tag schema's URL, or "" */
-	const char *accept;
-	const char *expect;       /* hex the body must hash to, "" none */
-	int immutable;            /* by digest: never revalidated */
-	int head_check;           /* a tag: revalidated by HEAD and digest */
-	int manifest;             /* the body is a manifest */
-	const char *media_type;   /* stored Content-Type; NULL: upstream's */
-};
-
 static void fail(struct req *r, int status, const char *code,
-		 const char *message)
+                 const char *message)
 {
 	struct buf b;
 
@@ -77,17 +53,18 @@ static void fail(struct req *r, int status, const char *code,
 		return;
 	}
 	req_header(r, "Cache-Control", "no-store");
-	req_reply(r, status, JSON_TYPE, b.data, b.len);
+	req_reply(r, status, OCI_JSON_TYPE, b.data, b.len);
 	buf_free(&b);
 }
 
-/* Answers a failed lookup (rc from ref_get) with the spec's error. */
+/* Answers a failed lookup (rc from oci_ref_get) with the spec's error. */
 static void fail_rc(struct req *r, int rc, const char *unknown_code,
-		    const char *err)
+                    const char *err)
 {
 	switch (rc) {
 	case ENOENT:
-		fail(r, 404, unknown_code, *err ? err : "unknown to the registry");
+		fail(r, 404, unknown_code,
+		     *err ? err : "unknown to the registry");
 		break;
 	case EACCES:
 		fail(r, 401, "UNAUTHORIZED", err);
@@ -103,339 +80,9 @@ static void fail_rc(struct req *r, int rc, const char *unknown_code,
 	}
 }
 
-/* The errno for an upstream answer that is an error status. */
-static int status_rc(long status, const char *url, char *err, size_t errlen)
-{
-	snprintf(err, errlen, "%.400s: upstream answered %ld", url, status);
-	if (status == 404 || status == 410)
-		return ENOENT;
-	if (status == 401 || status == 403)
-		return EACCES;
-	if (status == 429)
-		return EBUSY;
-	return EREMOTEIO;
-}
-
-static int fresh(const struct db_oci_ref *row, time_t now)
-{
-	return now < row->fetched_at + row->ttl;
-}
-
-static int stale_ok(const struct oci_ctx *x, const struct db_oci_ref *row,
-		    time_t now)
-{
-	return row->status == 200 &&
-	       now < row->fetched_at + row->ttl + x->reg->max_stale;
-}
-
-/* The media type to store for a manifest: the upstream's Content-Type
- * when it names one, else what the body says it is. */
-static void manifest_type(const struct fetch_page *f, char *out, size_t len)
-{
-	struct oci_manifest m;
-	char why[128];
-
-	if (oci_media_of(f->content_type) != OCI_MEDIA_UNKNOWN ||
-	    (*f->content_type && !strstr(f->content_type, "json") &&
-	     !strstr(f->content_type, "text/plain"))) {
-		snprintf(out, len, "%s", f->content_type);
-		out[strcspn(out, ";")] = '\0';
-		return;
-	}
-	if (oci_manifest_parse(f->body.data, f->body.len, NULL, &m, why,
-			       sizeof(why)) == 0) {
-		snprintf(out, len, "%s", oci_media_name(m.media));
-		oci_manifest_free(&m);
-		return;
-	}
-	snprintf(out, len, "%s", *f->content_type ? f->content_type :
-						    JSON_TYPE);
-}
-
-/* Records the blobs an image manifest lists with their sizes (inside the
- * caller's transaction): a blob fetch then knows how long it must be, and
- * a HEAD of a blob not yet fetched needs no upstream. */
-static int note_blobs(struct worker *w, struct oci_ctx *x, const char *body,
-		      size_t len, const char *media_type)
-{
-	struct oci_manifest m;
-	char why[128];
-	int rc = 0;
-
-	if (oci_manifest_parse(body, len, media_type, &m, why, sizeof(why)))
-		return 0; /* not one larder reads: stored all the same */
-	if (!m.is_index && !strncmp(m.config.digest, "sha256:", 7))
-		rc = db_oci_blob_put(w->db, x->reg->name, x->up.name,
-				     m.config.digest + 7, m.config.size);
-	for (size_t i = 0; !rc && !m.is_index && i < m.n; i++)
-		if (!strncmp(m.desc[i].digest, "sha256:", 7))
-			rc = db_oci_blob_put(w->db, x->reg->name, x->up.name,
-					     m.desc[i].digest + 7,
-					     m.desc[i].size);
-	oci_manifest_free(&m);
-	return rc;
-}
-
-/* Stores an upstream 200's body as the row for q. */
-static int store(struct worker *w, struct oci_ctx *x, const struct ref_want *q,
-		 const struct fetch_page *f, const char *body, size_t len,
-		 struct db_oci_ref *row, char *err, size_t errlen)
-{
-	struct db_oci_ref digest_row;
-	char sha[65], link[1024] = "";
-	const char *reg = x->reg->name, *name = x->up.name;
-	int rc;
-
-	sha256_hex(body, len, sha);
-	if (*q->expect && strcmp(sha, q->expect) != 0) {
-		snprintf(err, errlen, "%.400s: the manifest's sha256 is %s", q->url,
-			 sha);
-		return EBADMSG;
-	}
-	if (q->manifest && !strncmp(f->digest, "sha256:", 7) &&
-	    strcmp(f->digest + 7, sha) != 0) {
-		snprintf(err, errlen, "%.400s: Docker-Content-Digest %.80s is not "
-			 "the body's sha256:%s", q->url, f->digest, sha);
-		return EBADMSG;
-	}
-	if (oci_link_next(f->link, link, sizeof(link)))
-		link[0] = '\0';
-	rc = blob_put(w->conf->data_dir, body, len, sha);
-	if (rc) {
-		snprintf(err, errlen, "%.400s: storing: %s", q->url, strerror(rc));
-		return rc;
-	}
-	memset(row, 0, sizeof(*row));
-	row->status = 200;
-	snprintf(row->sha256, sizeof(row->sha256), "%s", sha);
-	if (q->media_type)
-		snprintf(row->media_type, sizeof(row->media_type), "%s",
-			 q->media_type);
-	else
-		manifest_type(f, row->media_type, sizeof(row->media_type));
-	snprintf(row->link, sizeof(row->link), "%s", link);
-	snprintf(row->etag, sizeof(row->etag), "%s", f->etag);
-	row->fetched_at = time(NULL);
-	row->ttl = q->immutable ? FOREVER : x->reg->cache_ttl;
-	rc = db_begin(w->db);
-	if (!rc)
-		rc = db_oci_ref_put(w->db, reg, name, q->ref, row);
-	if (!rc && q->manifest)
-		rc = note_blobs(w, x, body, len, row->media_type);
-	if (!rc && q->manifest && !q->immutable) {
-		char ref[80];
-
-		/* the same bytes by their digest, for the pull that follows */
-		digest_row = *row;
-		digest_row.ttl = FOREVER;
-		snprintf(ref, sizeof(ref), "sha256:%s", sha);
-		rc = db_oci_ref_put(w->db, reg, name, ref, &digest_row);
-	}
-	if (!rc)
-		rc = db_commit(w->db);
-	if (rc) {
-		db_rollback(w->db);
-		snprintf(err, errlen, "%.400s: database error", q->url);
-	}
-	return rc;
-}
-
-/* Fetches (or revalidates) q's row while owning its claim. */
-static int refresh(struct worker *w, struct oci_ctx *x,
-		   const struct ref_want *q, const char *key,
-		   struct db_oci_ref *row, int have, const char **cache,
-		   char *err, size_t errlen)
-{
-	const char *reg = x->reg->name, *name = x->up.name;
-	int was_ok = have && row->status == 200;
-	time_t now = time(NULL);
-	struct fetch_page f;
-	int rc;
-
-	memset(&f, 0, sizeof(f));
-	if (was_ok && q->head_check) {
-		rc = oci_up_page(w, &x->up, q->url, q->accept, NULL, 1, &f, err,
-				 errlen);
-		if (!rc && f.status == 200 && !strncmp(f.digest, "sha256:", 7) &&
-		    !strcmp(f.digest + 7, row->sha256)) {
-			row->fetched_at = now;
-			row->ttl = x->reg->cache_ttl;
-			rc = db_oci_ref_touch(w->db, reg, name, q->ref, now,
-					      row->ttl);
-			*cache = "REVALIDATED";
-			goto done;
-		}
-		buf_free(&f.body);
-		if (!rc && f.status != 200 && f.status != 404 &&
-		    f.status != 405)
-			rc = status_rc(f.status, q->url, err, errlen);
-		if (rc)
-			goto failed;
-	}
-	rc = oci_up_page(w, &x->up, q->url, q->accept,
-			 was_ok && !q->head_check ? row->etag : NULL, 0, &f,
-			 err, errlen);
-	if (rc)
-		goto failed;
-	if (f.status == 304 && was_ok) {
-		row->fetched_at = now;
-		row->ttl = x->reg->cache_ttl;
-		rc = db_oci_ref_touch(w->db, reg, name, q->ref, now, row->ttl);
-		*cache = "REVALIDATED";
-		goto done;
-	}
-	if ((f.status == 404 || f.status == 405) && *q->fallback) {
-		/* no referrers API: the tag schema, else nothing refers */
-		buf_free(&f.body);
-		rc = oci_up_page(w, &x->up, q->fallback, INDEX_TYPE, NULL, 0,
-				 &f, err, errlen);
-		if (rc)
-			goto failed;
-		if (f.status == 404) {
-			f.status = 200;
-			buf_reset(&f.body);
-			buf_add(&f.body, empty_index, sizeof(empty_index) - 1);
-		}
-	}
-	if (f.status == 404 || f.status == 410) {
-		struct db_oci_ref neg = {.status = 404, .fetched_at = now,
-					 .ttl = w->conf->negative_ttl};
-
-		rc = db_oci_ref_put(w->db, reg, name, q->ref, &neg);
-		*row = neg;
-		*cache = "MISS";
-		goto done;
-	}
-	if (f.status != 200) {
-		rc = status_rc(f.status, q->url, err, errlen);
-		goto failed;
-	}
-	rc = store(w, x, q, &f, f.body.data ? f.body.data : "", f.body.len, row,
-		   err, errlen);
-	if (rc)
-		goto failed;
-	*cache = "MISS";
-done:
-	buf_free(&f.body);
-	return rc;
-failed:
-	log_warn(0, q->url, "%s", err);
-	db_outcome_put(w->db, key, "", err);
-	buf_free(&f.body);
-	if (have && stale_ok(x, row, now)) {
-		*cache = "STALE";
-		return 0;
-	}
-	return rc == ENOENT ? EREMOTEIO : rc;
-}
-
-/* Whether the last refresh of key failed less than error_ttl ago. */
-static int failed_recently(struct worker *w, const char *key, char *why,
-			   size_t len)
-{
-	char sha[65];
-	long long at;
-
-	return w->conf->error_ttl > 0 &&
-	       db_outcome_get(w->db, key, sha, why, len, &at) == 0 && !*sha &&
-	       time(NULL) < at + w->conf->error_ttl;
-}
-
-/* Makes q's row usable through the single-flight gate, as pages do
- * (fcgi/pages.c): one upstream request for a burst, stale copies served
- * while the upstream fails. Returns 0 (row holds a 200), ENOENT (the
- * upstream has no such thing), or an errno with a reason in err. */
-static int ref_get(struct worker *w, struct oci_ctx *x,
-		   const struct ref_want *q, struct db_oci_ref *row,
-		   const char **cache, char *err, size_t errlen)
-{
-	const char *reg = x->reg->name, *name = x->up.name;
-	char key[FLIGHT_KEY_MAX + 1], why[1024];
-	struct db_oci_ref seen;
-	struct flight f;
-	int have, had = 0, waited = 0, owner, rc;
-	time_t now;
-
-	if (flight_key(key, "oci:%s:%s:%s", reg, name, q->ref)) {
-		snprintf(err, errlen, "name too long");
-		return ENAMETOOLONG;
-	}
-	memset(&seen, 0, sizeof(seen));
-	for (int round = 0; round < 3; round++) {
-		now = time(NULL);
-		have = db_oci_ref_get(w->db, reg, name, q->ref, row) == 0 &&
-		       (row->status != 200 ||
-			blob_exists(w->conf->data_dir, row->sha256));
-		if (have && (fresh(row, now) || (q->immutable &&
-						 row->status == 200))) {
-			*cache = round ? "MISS" : "HIT";
-			return row->status == 200 ? 0 : ENOENT;
-		}
-		if (have && waited && (!had || row->fetched_at !=
-					       seen.fetched_at)) {
-			*cache = "MISS";
-			return row->status == 200 ? 0 : ENOENT;
-		}
-		if (failed_recently(w, key, why, sizeof(why)) ||
-		    (have && waited && stale_ok(x, row, now))) {
-			if (have && stale_ok(x, row, now)) {
-				*cache = "STALE";
-				return 0;
-			}
-			snprintf(err, errlen, "%s", why);
-			return EREMOTEIO;
-		}
-		had = have;
-		if (have)
-			seen = *row;
-		rc = flight_claim(w->db, w->conf->data_dir, key, -1, &owner,
-				  &f);
-		if (rc) {
-			snprintf(err, errlen, "%.400s: cannot claim: %s", key,
-				 strerror(rc));
-			return rc;
-		}
-		if (!owner) {
-			worker_shed(w);
-			waited = 1;
-			if (flight_wait(w->db, &f,
-					have && stale_ok(x, row, now) ?
-					STALE_WAIT_MS :
-					fetch_max_silence(&x->up.o) * 1000) ||
-			    have)
-				continue;
-			snprintf(err, errlen, "%.400s: still being fetched", key);
-			return ETIMEDOUT;
-		}
-		have = db_oci_ref_get(w->db, reg, name, q->ref, row) == 0 &&
-		       (row->status != 200 ||
-			blob_exists(w->conf->data_dir, row->sha256));
-		if (have && (fresh(row, time(NULL)) ||
-			     (had && row->fetched_at != seen.fetched_at))) {
-			*cache = "HIT";
-			rc = 0;
-		} else {
-			worker_shed(w);
-			rc = refresh(w, x, q, key, row, have, cache, err,
-				     errlen);
-		}
-		flight_drop(w->db, &f);
-		if (rc)
-			return rc;
-		return row->status == 200 ? 0 : ENOENT;
-	}
-	if (db_oci_ref_get(w->db, reg, name, q->ref, row) == 0 &&
-	    stale_ok(x, row, time(NULL))) {
-		*cache = "STALE";
-		return 0;
-	}
-	snprintf(err, errlen, "%.400s: not refreshed", key);
-	return EAGAIN;
-}
-
 /* Reads a stored blob of at most max bytes into b. */
 static int read_blob(struct worker *w, const char *sha, size_t max,
-		     struct buf *b)
+                     struct buf *b)
 {
 	char path[4096], chunk[65536];
 	ssize_t n;
@@ -460,17 +107,18 @@ static int read_blob(struct worker *w, const char *sha, size_t max,
 
 /* Sends the stored body a row names. */
 static void send_row(struct worker *w, struct req *r, struct oci_ctx *x,
-		     const struct db_oci_ref *row, const char *cache_control,
-		     int digest)
+                     const struct db_oci_ref *row, const char *cache_control,
+                     int digest)
 {
 	struct send_opts o = {.content_type = row->media_type,
-			      .cache_control = cache_control};
+	                      .cache_control = cache_control};
 
 	if (digest)
-		req_header(r, "Docker-Content-Digest", "sha256:%s", row->sha256);
+		req_header(r, "Docker-Content-Digest", "sha256:%s",
+		           row->sha256);
 	if (*row->link)
 		req_header(r, "Link", "</v2/%s/tags/list?%s>; rel=\"next\"",
-			   x->name, row->link);
+		           x->name, row->link);
 	if (send_blob(w, r, row->sha256, &o))
 		fail(r, 500, "UNKNOWN", "the stored body is missing");
 }
@@ -478,7 +126,7 @@ static void send_row(struct worker *w, struct req *r, struct oci_ctx *x,
 /* The fetch of manifest ref (a tag, or a digest checked with
  * oci_digest_check) into q. */
 static void manifest_want(struct oci_ctx *x, const char *ref, int by_digest,
-			  const char *accept, struct ref_want *q)
+                          const char *accept, struct oci_ref_want *q)
 {
 	char what[OCI_MAX_DIGEST + 16];
 
@@ -499,7 +147,7 @@ static void manifest(struct worker *w, struct req *r, struct oci_ctx *x)
 	char accept[2048], err[1024] = "", child[OCI_MAX_DIGEST + 1];
 	struct db_oci_ref row;
 	struct oci_manifest m;
-	struct ref_want q;
+	struct oci_ref_want q;
 	enum oci_media media;
 	struct buf body;
 	int rc, i;
@@ -509,25 +157,27 @@ static void manifest(struct worker *w, struct req *r, struct oci_ctx *x)
 		return;
 	}
 	snprintf(accept, sizeof(accept), "%s%s%.1024s", manifest_accept,
-		 client && *client ? ", " : "", client ? client : "");
+	         client && *client ? ", " : "", client ? client : "");
 	manifest_want(x, x->rt.ref, x->rt.by_digest, accept, &q);
-	rc = ref_get(w, x, &q, &row, &r->cache, err, sizeof(err));
+	rc = oci_ref_get(w, x->reg, &x->up, &q, &row, &r->cache, err,
+	                 sizeof(err));
 	if (rc) {
 		fail_rc(r, rc, "MANIFEST_UNKNOWN", err);
 		return;
 	}
 	media = oci_media_of(row.media_type);
-	if ((media != OCI_MEDIA_IMAGE_INDEX && media != OCI_MEDIA_DOCKER_LIST) ||
+	if ((media != OCI_MEDIA_IMAGE_INDEX &&
+	     media != OCI_MEDIA_DOCKER_LIST) ||
 	    oci_media_accepted(client, media)) {
-		send_row(w, r, x, &row, x->rt.by_digest ? IMMUTABLE : "no-cache",
-			 1);
+		send_row(w, r, x, &row,
+		         x->rt.by_digest ? IMMUTABLE : "no-cache", 1);
 		return;
 	}
 	/* a client that cannot take an index gets linux/amd64 */
 	rc = read_blob(w, row.sha256, OCI_UP_MAX_MANIFEST, &body);
 	if (!rc)
 		rc = oci_manifest_parse(body.data, body.len, row.media_type, &m,
-					err, sizeof(err));
+		                        err, sizeof(err));
 	buf_free(&body);
 	if (rc) {
 		fail(r, 502, "UNKNOWN", "cannot read the stored index");
@@ -544,7 +194,8 @@ static void manifest(struct worker *w, struct req *r, struct oci_ctx *x)
 		return;
 	}
 	manifest_want(x, child, 1, accept, &q);
-	rc = ref_get(w, x, &q, &row, &r->cache, err, sizeof(err));
+	rc = oci_ref_get(w, x->reg, &x->up, &q, &row, &r->cache, err,
+	                 sizeof(err));
 	if (rc) {
 		fail_rc(r, rc, "MANIFEST_UNKNOWN", err);
 		return;
@@ -555,8 +206,8 @@ static void manifest(struct worker *w, struct req *r, struct oci_ctx *x)
 /* Appends "?key=value" or "&key=value" for a query parameter of r that
  * passes ok(), to out. Returns 0, or EINVAL for a value that fails. */
 static int query_param(const char *query, const char *key,
-		       int (*ok)(const char *s, size_t n), char *out,
-		       size_t len)
+                       int (*ok)(const char *s, size_t n), char *out,
+                       size_t len)
 {
 	size_t kl = strlen(key), used = strlen(out), n;
 	const char *p = query;
@@ -570,7 +221,7 @@ static int query_param(const char *query, const char *key,
 			if (used + kl + n + 3 >= len)
 				return EINVAL;
 			snprintf(out + used, len - used, "%s%s=%.*s",
-				 used ? "&" : "", key, (int)n, p);
+			         used ? "&" : "", key, (int)n, p);
 			return 0;
 		}
 		p = strchr(p, '&');
@@ -595,8 +246,11 @@ static int media_ok(const char *s, size_t n)
 	if (n == 0 || n > 127)
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			    "0123456789.+-_/", s[i]) || !s[i])
+		if (!strchr(
+		        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		        "0123456789.+-_/",
+		        s[i]) ||
+		    !s[i])
 			return 0;
 	return 1;
 }
@@ -605,29 +259,29 @@ static void tags(struct worker *w, struct req *r, struct oci_ctx *x)
 {
 	char query[300] = "", ref[320], what[340], err[1024] = "";
 	struct db_oci_ref row;
-	struct ref_want q;
+	struct oci_ref_want q;
 	int rc;
 
 	if (query_param(r->query, "n", count_ok, query, sizeof(query)) ||
 	    query_param(r->query, "last", oci_tag_valid, query,
-			sizeof(query))) {
+	                sizeof(query))) {
 		fail(r, 400, "PAGINATION_NUMBER_INVALID",
 		     "n must be a number and last a tag");
 		return;
 	}
 	memset(&q, 0, sizeof(q));
 	snprintf(ref, sizeof(ref), "/tags/list?%s", query);
-	snprintf(what, sizeof(what), "tags/list%s%s", *query ? "?" : "",
-		 query);
+	snprintf(what, sizeof(what), "tags/list%s%s", *query ? "?" : "", query);
 	q.ref = ref;
 	q.expect = "";
-	q.accept = JSON_TYPE;
-	q.media_type = JSON_TYPE;
+	q.accept = OCI_JSON_TYPE;
+	q.media_type = OCI_JSON_TYPE;
 	if (oci_up_url(&x->up, what, q.url, sizeof(q.url))) {
 		fail(r, 400, "NAME_INVALID", "name too long");
 		return;
 	}
-	rc = ref_get(w, x, &q, &row, &r->cache, err, sizeof(err));
+	rc = oci_ref_get(w, x->reg, &x->up, &q, &row, &r->cache, err,
+	                 sizeof(err));
 	if (rc) {
 		fail_rc(r, rc, "NAME_UNKNOWN", err);
 		return;
@@ -639,7 +293,7 @@ static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
 {
 	char query[300] = "", ref[480], what[480], tag[96], err[1024] = "";
 	struct db_oci_ref row;
-	struct ref_want q;
+	struct oci_ref_want q;
 	int rc;
 
 	if (strncmp(x->rt.ref, "sha256:", 7) != 0) {
@@ -647,25 +301,27 @@ static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
 		return;
 	}
 	if (query_param(r->query, "artifactType", media_ok, query,
-			sizeof(query))) {
-		fail(r, 400, "UNSUPPORTED", "artifactType must be a media type");
+	                sizeof(query))) {
+		fail(r, 400, "UNSUPPORTED",
+		     "artifactType must be a media type");
 		return;
 	}
 	memset(&q, 0, sizeof(q));
 	snprintf(ref, sizeof(ref), "/referrers/%s?%s", x->rt.ref, query);
 	snprintf(what, sizeof(what), "referrers/%s%s%s", x->rt.ref,
-		 *query ? "?" : "", query);
+	         *query ? "?" : "", query);
 	q.ref = ref;
 	q.expect = "";
-	q.accept = INDEX_TYPE;
-	q.media_type = INDEX_TYPE;
+	q.accept = OCI_INDEX_TYPE;
+	q.media_type = OCI_INDEX_TYPE;
 	snprintf(tag, sizeof(tag), "manifests/sha256-%s", x->rt.ref + 7);
 	if (oci_up_url(&x->up, what, q.url, sizeof(q.url)) ||
 	    oci_up_url(&x->up, tag, q.fallback, sizeof(q.fallback))) {
 		fail(r, 400, "NAME_INVALID", "name too long");
 		return;
 	}
-	rc = ref_get(w, x, &q, &row, &r->cache, err, sizeof(err));
+	rc = oci_ref_get(w, x->reg, &x->up, &q, &row, &r->cache, err,
+	                 sizeof(err));
 	if (rc) {
 		fail_rc(r, rc, "MANIFEST_UNKNOWN", err);
 		return;
@@ -676,7 +332,7 @@ static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
 /* Answers a HEAD for a blob the store does not have from an upstream
  * HEAD: nothing is downloaded. */
 static void blob_head(struct worker *w, struct req *r, struct oci_ctx *x,
-		      const char *url, const char *hex)
+                      const char *url, const char *hex)
 {
 	long long size = -1;
 	char err[1024] = "";
@@ -686,8 +342,7 @@ static void blob_head(struct worker *w, struct req *r, struct oci_ctx *x,
 	    size < 0) {
 		rc = oci_up_ready(w, &x->up, url, 0, err, sizeof(err));
 		if (!rc)
-			rc = fetch_head(&x->up.o, url, &size, err,
-					sizeof(err));
+			rc = fetch_head(&x->up.o, url, &size, err, sizeof(err));
 	} else {
 		rc = 0;
 	}
@@ -697,7 +352,7 @@ static void blob_head(struct worker *w, struct req *r, struct oci_ctx *x,
 	}
 	if (rc) {
 		fail_rc(r, rc == EACCES ? EACCES : EREMOTEIO, "BLOB_UNKNOWN",
-			err);
+		        err);
 		return;
 	}
 	r->cache = "MISS";
@@ -712,7 +367,7 @@ static void blob_head(struct worker *w, struct req *r, struct oci_ctx *x,
 static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 {
 	struct send_opts so = {.content_type = "application/octet-stream",
-			       .cache_control = IMMUTABLE};
+	                       .cache_control = IMMUTABLE};
 	const char *hex = x->rt.ref + 7;
 	char key[FLIGHT_KEY_MAX + 1], url[2400], what[300], sha[65];
 	char err[1024] = "", path[4096];
@@ -749,7 +404,7 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 	want.opts = &x->up.o;
 	want.content_type = "application/octet-stream";
 	known = db_oci_blob_get(w->db, x->reg->name, x->up.name, hex,
-				&want.size) == 0;
+	                        &want.size) == 0;
 	if (!known)
 		want.size = -1;
 	for (int attempt = 0; attempt < 2; attempt++) {
@@ -775,11 +430,12 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 	}
 	if (!rc) {
 		/* the repository holds it: a row, unless a manifest made one */
-		if (!known && blob_path(w->conf->data_dir, hex, path,
-					sizeof(path)) == 0 &&
+		if (!known &&
+		    blob_path(w->conf->data_dir, hex, path, sizeof(path)) ==
+		        0 &&
 		    stat(path, &st) == 0)
 			db_oci_blob_put(w->db, x->reg->name, x->up.name, hex,
-					(long long)st.st_size);
+			                (long long)st.st_size);
 		return;
 	}
 	if (rc == ENODATA)
@@ -788,13 +444,12 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 		fail(r, 503, "UNKNOWN", err);
 	else
 		fail_rc(r, rc == EACCES ? EACCES : EREMOTEIO, "BLOB_UNKNOWN",
-			err);
+		        err);
 }
 
 /* Picks the registry for the route's name: its first component when a
  * registry has that name and more follows, else the default registry. */
-static int pick_registry(struct worker *w, struct oci_ctx *x,
-			 const char **rest)
+static int pick_registry(struct worker *w, struct oci_ctx *x, const char **rest)
 {
 	const char *name = x->rt.name, *slash = strchr(name, '/');
 	int ri = -1;
@@ -827,7 +482,7 @@ void oci_serve(struct worker *w, struct req *r)
 		return;
 	case OCI_BASE:
 		req_header(r, "Cache-Control", "no-store");
-		req_reply(r, 200, JSON_TYPE, base, sizeof(base) - 1);
+		req_reply(r, 200, OCI_JSON_TYPE, base, sizeof(base) - 1);
 		return;
 	default:
 		break;

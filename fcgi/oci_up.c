@@ -18,9 +18,9 @@
 /* The scope under which a registry's challenge is remembered: "-" when it
  * wants no token, else the WWW-Authenticate value. */
 #define CHALLENGE_SCOPE ""
-#define CHALLENGE_TTL 3600 /* seconds */
-#define NO_AUTH "-"
-#define TOKEN_MAX_BODY (64 * 1024)
+#define CHALLENGE_TTL   3600 /* seconds */
+#define NO_AUTH         "-"
+#define TOKEN_MAX_BODY  (64 * 1024)
 
 static int docker_hub(const char *upstream)
 {
@@ -43,11 +43,11 @@ int oci_up_open(struct worker *w, int ri, const char *name, struct oci_up *u)
 	memset(u, 0, sizeof(*u));
 	u->reg = reg;
 	library = reg->library_prefix == CONF_LIBRARY_YES ||
-		  (reg->library_prefix == CONF_LIBRARY_AUTO &&
-		   docker_hub(reg->upstream));
+	          (reg->library_prefix == CONF_LIBRARY_AUTO &&
+	           docker_hub(reg->upstream));
 	n = (size_t)snprintf(u->name, sizeof(u->name), "%s%s",
-			     library && !strchr(name, '/') ? "library/" : "",
-			     name);
+	                     library && !strchr(name, '/') ? "library/" : "",
+	                     name);
 	if (n >= sizeof(u->name) || n > OCI_MAX_NAME)
 		return ENAMETOOLONG;
 	snprintf(u->scope, sizeof(u->scope), "repository:%s:pull", u->name);
@@ -57,17 +57,16 @@ int oci_up_open(struct worker *w, int ri, const char *name, struct oci_up *u)
 	u->o.max_body = OCI_UP_MAX_MANIFEST;
 	u->o.auth = u->auth;
 	if (db_oci_token_get(w->db, reg->name, u->scope, token, sizeof(token),
-			     &until) == 0 &&
+	                     &until) == 0 &&
 	    until > time(NULL))
 		snprintf(u->auth, sizeof(u->auth), "Bearer %s", token);
 	return 0;
 }
 
-int oci_up_url(const struct oci_up *u, const char *what, char *out,
-	       size_t len)
+int oci_up_url(const struct oci_up *u, const char *what, char *out, size_t len)
 {
 	size_t n = (size_t)snprintf(out, len, "%sv2/%s/%s", u->reg->upstream,
-				    u->name, what);
+	                            u->name, what);
 
 	return n < len ? 0 : ENAMETOOLONG;
 }
@@ -91,7 +90,7 @@ static void query_escape(struct buf *out, const char *s)
 /* Writes "Basic base64(user:password)" for the registry's credentials to
  * out; "" when it has none. Returns 0, or an errno with a reason. */
 static int basic_auth(const struct conf_registry *reg, char *out, size_t len,
-		      char *err, size_t errlen)
+                      char *err, size_t errlen)
 {
 	char pw[1024], pair[1400];
 	unsigned char b64[2000];
@@ -105,23 +104,23 @@ static int basic_auth(const struct conf_registry *reg, char *out, size_t len,
 	fd = open(reg->password_file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(err, errlen, "%s: %s", reg->password_file,
-			 strerror(errno));
+		         strerror(errno));
 		return EACCES;
 	}
 	n = read(fd, pw, sizeof(pw) - 1);
 	close(fd);
 	if (n < 0) {
 		snprintf(err, errlen, "%s: %s", reg->password_file,
-			 strerror(errno));
+		         strerror(errno));
 		return EACCES;
 	}
 	pw[n] = '\0';
 	pw[strcspn(pw, "\r\n")] = '\0';
 	k = snprintf(pair, sizeof(pair), "%s:%s", reg->username, pw);
-	if (k < 0 || (size_t)k >= sizeof(pair) || 4 * ((size_t)k + 2) / 3 +
-							 8 >= len) {
+	if (k < 0 || (size_t)k >= sizeof(pair) ||
+	    4 * ((size_t)k + 2) / 3 + 8 >= len) {
 		snprintf(err, errlen, "%s: credentials too long",
-			 reg->password_file);
+		         reg->password_file);
 		return ENAMETOOLONG;
 	}
 	EVP_EncodeBlock(b64, (const unsigned char *)pair, k);
@@ -134,7 +133,7 @@ static int basic_auth(const struct conf_registry *reg, char *out, size_t len,
  * other than the refused one (failed, "" none). Returns 0 with u->auth
  * set, or an errno with a reason. */
 static int login(struct worker *w, struct oci_up *u, const char *challenge,
-		 const char *failed, char *err, size_t errlen)
+                 const char *failed, char *err, size_t errlen)
 {
 	const struct conf_registry *reg = u->reg;
 	char lock[PATH_MAX], basic[2100];
@@ -158,7 +157,7 @@ static int login(struct worker *w, struct oci_up *u, const char *challenge,
 	}
 	if (rc) {
 		snprintf(err, errlen, "%s: cannot answer the challenge %.200s",
-			 reg->name, challenge);
+		         reg->name, challenge);
 		return EACCES;
 	}
 	snprintf(lock, sizeof(lock), "%s/oci-token.lock", w->conf->data_dir);
@@ -172,7 +171,7 @@ static int login(struct worker *w, struct oci_up *u, const char *challenge,
 	}
 	now = time(NULL);
 	if (db_oci_token_get(w->db, reg->name, u->scope, token, sizeof(token),
-			     &until) == 0 &&
+	                     &until) == 0 &&
 	    until > now && strcmp(token, failed) != 0) {
 		snprintf(u->auth, sizeof(u->auth), "Bearer %s", token);
 		close(fd);
@@ -180,7 +179,7 @@ static int login(struct worker *w, struct oci_up *u, const char *challenge,
 	}
 	buf_init(&url, 8192);
 	buf_addf(&url, "%s%cservice=", ch.realm,
-		 strchr(ch.realm, '?') ? '&' : '?');
+	         strchr(ch.realm, '?') ? '&' : '?');
 	query_escape(&url, ch.service);
 	buf_addf(&url, "&scope=");
 	query_escape(&url, u->scope);
@@ -189,10 +188,10 @@ static int login(struct worker *w, struct oci_up *u, const char *challenge,
 	o.max_body = TOKEN_MAX_BODY;
 	o.auth = *basic ? basic : NULL;
 	rc = fetch_page(&o, buf_str(&url), "application/json", NULL, NULL, &r,
-			err, errlen);
+	                err, errlen);
 	if (!rc && r.status != 200) {
 		snprintf(err, errlen, "%s: token service answered %ld",
-			 ch.realm, r.status);
+		         ch.realm, r.status);
 		rc = r.status == 401 || r.status == 403 ? EACCES : EPROTO;
 	}
 	if (!rc && oci_token_parse(r.body.data, r.body.len, &t, err, errlen))
@@ -201,10 +200,10 @@ static int login(struct worker *w, struct oci_up *u, const char *challenge,
 		long margin = t.expires_in > 20 ? 10 : t.expires_in / 2;
 
 		db_oci_token_put(w->db, reg->name, u->scope, t.token,
-				 now + t.expires_in - margin);
+		                 now + t.expires_in - margin);
 		snprintf(u->auth, sizeof(u->auth), "Bearer %s", t.token);
 		log_info("%s: token for %s, %ld s", reg->name, u->scope,
-			 t.expires_in);
+		         t.expires_in);
 	}
 	buf_free(&r.body);
 	buf_free(&url);
@@ -213,30 +212,30 @@ static int login(struct worker *w, struct oci_up *u, const char *challenge,
 }
 
 static void remember_challenge(struct worker *w, const struct oci_up *u,
-			       const char *value)
+                               const char *value)
 {
 	db_oci_token_put(w->db, u->reg->name, CHALLENGE_SCOPE, value,
-			 (long long)time(NULL) + CHALLENGE_TTL);
+	                 (long long)time(NULL) + CHALLENGE_TTL);
 }
 
 int oci_up_page(struct worker *w, struct oci_up *u, const char *url,
-		const char *accept, const char *etag, int head,
-		struct fetch_page *r, char *err, size_t errlen)
+                const char *accept, const char *etag, int head,
+                struct fetch_page *r, char *err, size_t errlen)
 {
 	char failed[OCI_AUTH_MAX_TOKEN + 16], why[512];
 	int rc;
 
 	for (int attempt = 0;; attempt++) {
-		rc = head ? fetch_page_head(&u->o, url, accept, r, err, errlen) :
-			    fetch_page(&u->o, url, accept, etag, NULL, r, err,
-				       errlen);
+		rc = head ? fetch_page_head(&u->o, url, accept, r, err, errlen)
+		          : fetch_page(&u->o, url, accept, etag, NULL, r, err,
+		                       errlen);
 		if (rc || r->status != 401 || attempt > 0)
 			return rc;
 		if (!*r->authenticate)
 			return 0;
 		remember_challenge(w, u, r->authenticate);
 		snprintf(failed, sizeof(failed), "%s",
-			 strncmp(u->auth, "Bearer ", 7) ? "" : u->auth + 7);
+		         strncmp(u->auth, "Bearer ", 7) ? "" : u->auth + 7);
 		if (*failed)
 			db_oci_token_delete(w->db, u->reg->name, u->scope);
 		if (login(w, u, r->authenticate, failed, why, sizeof(why))) {
@@ -248,7 +247,7 @@ int oci_up_page(struct worker *w, struct oci_up *u, const char *url,
 }
 
 int oci_up_ready(struct worker *w, struct oci_up *u, const char *url,
-		 int forget, char *err, size_t errlen)
+                 int forget, char *err, size_t errlen)
 {
 	char known[OCI_AUTH_MAX_TOKEN];
 	struct fetch_page r;
@@ -263,7 +262,7 @@ int oci_up_ready(struct worker *w, struct oci_up *u, const char *url,
 		return 0;
 	if (!forget &&
 	    db_oci_token_get(w->db, u->reg->name, CHALLENGE_SCOPE, known,
-			     sizeof(known), &until) == 0 &&
+	                     sizeof(known), &until) == 0 &&
 	    until > time(NULL)) {
 		if (!strcmp(known, NO_AUTH))
 			return 0;

@@ -23,11 +23,11 @@
 
 struct oci_up {
 	const struct conf_registry *reg;
-	char name[OCI_MAX_NAME + 16];   /* the upstream's name ("library/"
-	                                   added where the registry wants it) */
-	char scope[OCI_MAX_NAME + 32];  /* "repository:NAME:pull" */
+	char name[OCI_MAX_NAME + 16];       /* the upstream's name ("library/"
+	                                       added where the registry wants it) */
+	char scope[OCI_MAX_NAME + 32];      /* "repository:NAME:pull" */
 	char auth[OCI_AUTH_MAX_TOKEN + 16]; /* "Bearer T", or "" */
-	struct fetch_opts o;            /* o.auth points into auth */
+	struct fetch_opts o;                /* o.auth points into auth */
 };
 
 /* Sets u up for repository name (as the client named it, without the
@@ -37,16 +37,15 @@ int oci_up_open(struct worker *w, int ri, const char *name, struct oci_up *u);
 
 /* Writes the upstream URL "<upstream>v2/<name>/<what>" to out. Returns 0
  * or ENAMETOOLONG. */
-int oci_up_url(const struct oci_up *u, const char *what, char *out,
-	       size_t len);
+int oci_up_url(const struct oci_up *u, const char *what, char *out, size_t len);
 
 /* GETs (head: HEADs) url with the token, if any; on a 401 with a Bearer
  * challenge gets a token and asks once more. Returns what fetch_page()
  * does (r->status 401 when the registry still refuses). r->body is the
  * caller's to buf_free() in every case. */
 int oci_up_page(struct worker *w, struct oci_up *u, const char *url,
-		const char *accept, const char *etag, int head,
-		struct fetch_page *r, char *err, size_t errlen);
+                const char *accept, const char *etag, int head,
+                struct fetch_page *r, char *err, size_t errlen);
 
 /* Before a blob fetch: makes sure u carries a token when the registry
  * wants one; when nobody knows yet whether it does, a HEAD of url (a
@@ -54,6 +53,6 @@ int oci_up_page(struct worker *w, struct oci_up *u, const char *url,
  * upstream refused it). Returns 0, or an errno with a reason in err
  * (EACCES: the registry or its token service refused). */
 int oci_up_ready(struct worker *w, struct oci_up *u, const char *url,
-		 int forget, char *err, size_t errlen);
+                 int forget, char *err, size_t errlen);
 
 #endif

@@ -6,7 +6,7 @@
 #include "storage/db_sql.h"
 
 int db_oci_ref_get(struct db *db, const char *registry, const char *name,
-		   const char *ref, struct db_oci_ref *r)
+                   const char *ref, struct db_oci_ref *r)
 {
 	sqlite3_stmt *st = db_stmt(db, S_OCI_REF_GET);
 	int err;
@@ -29,7 +29,7 @@ int db_oci_ref_get(struct db *db, const char *registry, const char *name,
 }
 
 int db_oci_ref_put(struct db *db, const char *registry, const char *name,
-		   const char *ref, const struct db_oci_ref *r)
+                   const char *ref, const struct db_oci_ref *r)
 {
 	sqlite3_stmt *st = db_stmt(db, S_OCI_REF_PUT);
 
@@ -47,7 +47,7 @@ int db_oci_ref_put(struct db *db, const char *registry, const char *name,
 }
 
 int db_oci_ref_touch(struct db *db, const char *registry, const char *name,
-		     const char *ref, long long fetched_at, long ttl)
+                     const char *ref, long long fetched_at, long ttl)
 {
 	sqlite3_stmt *st = db_stmt(db, S_OCI_REF_TOUCH);
 
@@ -60,7 +60,7 @@ int db_oci_ref_touch(struct db *db, const char *registry, const char *name,
 }
 
 int db_oci_blob_put(struct db *db, const char *registry, const char *name,
-		    const char *sha256, long long size)
+                    const char *sha256, long long size)
 {
 	sqlite3_stmt *st = db_stmt(db, S_OCI_BLOB_PUT);
 
@@ -72,7 +72,7 @@ int db_oci_blob_put(struct db *db, const char *registry, const char *name,
 }
 
 int db_oci_blob_get(struct db *db, const char *registry, const char *name,
-		    const char *sha256, long long *size)
+                    const char *sha256, long long *size)
 {
 	sqlite3_stmt *st = db_stmt(db, S_OCI_BLOB_GET);
 	int err;
@@ -89,7 +89,7 @@ int db_oci_blob_get(struct db *db, const char *registry, const char *name,
 }
 
 int db_oci_token_get(struct db *db, const char *registry, const char *scope,
-		     char *value, size_t len, long long *expires_at)
+                     char *value, size_t len, long long *expires_at)
 {
 	sqlite3_stmt *st = db_stmt(db, S_OCI_TOKEN_GET);
 	int err;
@@ -106,7 +106,7 @@ int db_oci_token_get(struct db *db, const char *registry, const char *scope,
 }
 
 int db_oci_token_put(struct db *db, const char *registry, const char *scope,
-		     const char *value, long long expires_at)
+                     const char *value, long long expires_at)
 {
 	sqlite3_stmt *st = db_stmt(db, S_OCI_TOKEN_PUT);
 
@@ -117,8 +117,7 @@ int db_oci_token_put(struct db *db, const char *registry, const char *scope,
 	return db_run(db, st, "oci token put");
 }
 
-int db_oci_token_delete(struct db *db, const char *registry,
-			const char *scope)
+int db_oci_token_delete(struct db *db, const char *registry, const char *scope)
 {
 	sqlite3_stmt *st = db_stmt(db, S_OCI_TOKEN_DELETE);
 
