@@ -663,15 +663,19 @@ int fetch_file(const struct fetch_opts *o, const char *url, int fd,
 		}
 		if (f.refused || (rc == CURLE_OK && status != 200 &&
 				  status != 206)) {
-			/* a 5xx or 429 that outlasts the retries says the host
-			 * is unwell; any other answer is about this file */
-			ret = f.refused ? EPROTO : transient_status(status) ?
-				 EREMOTEIO : status_errno(status);
+			/* an error status (its body refused, or complete):
+			 * a 5xx or 429 that outlasts the retries says the host
+			 * is unwell, a 404 that there is no such file; an
+			 * answer with the bytes wrong is about this file */
+			int bytes = status == 200 || status == 206;
+
+			ret = bytes ? EPROTO : transient_status(status) ?
+			      EREMOTEIO : status_errno(status);
 			snprintf(err, errlen, "%s: upstream answered %ld%s", url,
-				 status, f.refused && (status == 200 ||
-						       status == 206) ?
-				 " with more or other bytes than expected" : "");
-			if (transient_status(status) && attempt < o->retries &&
+				 status, bytes ? " with more or other bytes than "
+						 "expected" : "");
+			if (!bytes && transient_status(status) &&
+			    attempt < o->retries &&
 			    backoff(attempt++, h.retry_after) == 0)
 				continue;
 			break;
