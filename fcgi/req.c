@@ -67,6 +67,23 @@ const char *req_env(const struct req *r, const char *name)
 	return found;
 }
 
+int req_env_joined(const struct req *r, const char *name, struct buf *out)
+{
+	size_t n = strlen(name);
+	int err = 0, first = 1;
+
+	for (char **e = r->envp; !err && e && *e; e++) {
+		if (strncmp(*e, name, n) != 0 || (*e)[n] != '=')
+			continue;
+		if (!first)
+			err = buf_add(out, ", ", 2);
+		if (!err)
+			err = buf_adds(out, *e + n + 1);
+		first = 0;
+	}
+	return err;
+}
+
 int req_header(struct req *r, const char *name, const char *fmt, ...)
 {
 	size_t mark = r->hdr.len;

@@ -55,6 +55,12 @@ void req_free(struct req *r);
 /* Returns a CGI variable or NULL. Strings live until the next request. */
 const char *req_env(const struct req *r, const char *name);
 
+/* Appends every value of a parameter to out, joined by ", ": a request
+ * header sent on several lines (skopeo sends one Accept line per media
+ * type, and nginx passes each on), as one list. Returns 0 or an errno
+ * from buf. */
+int req_env_joined(const struct req *r, const char *name, struct buf *out);
+
 /* Adds a response header; dropped silently when the value holds CR or LF.
  * Returns 0 or an errno from buf. */
 int req_header(struct req *r, const char *name, const char *fmt, ...)
