@@ -346,3 +346,82 @@ int oci_index_pick(const struct oci_manifest *m, const char *os,
 	}
 	return -1;
 }
+
+/* Walks one descriptor of a referrers list (entered), telling whether its
+ * artifactType is want. Returns 1 or 0, or -1 on bad JSON. */
+static int referrer_matches(struct json_reader *r, const char *want)
+{
+	int k, t, match = 0;
+
+	while ((k = json_key(r)) == 1) {
+		int is_type = !strcmp(buf_str(&r->str), "artifactType");
+
+		t = json_value(r);
+		if (t == JSON_ERROR)
+			return -1;
+		if (is_type && t == JSON_STRING)
+			match = !strcmp(buf_str(&r->str), want);
+		else if ((t == JSON_OBJECT || t == JSON_ARRAY) && json_skip(r))
+			return -1;
+	}
+	return k < 0 ? -1 : match;
+}
+
+int oci_referrers_filter(const char *data, size_t len,
+			 const char *artifact_type, struct buf *out, char *err,
+			 size_t errlen)
+{
+	static const char head[] =
+		"{\"schemaVersion\":2,\"mediaType\":"
+		"\"application/vnd.oci.image.index.v1+json\",\"manifests\":[";
+	struct json_reader r;
+	size_t kept = 0;
+	int k = 0, t, rc = 0, match;
+
+	log_reason(err, errlen, "%s", "");
+	if (len > OCI_MAX_MANIFEST) {
+		log_reason(err, errlen, "referrers: bigger than %d bytes",
+			   OCI_MAX_MANIFEST);
+		return EFBIG;
+	}
+	json_init(&r, data, len, 64 * 1024);
+	if (json_value(&r) != JSON_OBJECT) {
+		rc = fail(&r, err, errlen, "not a JSON object");
+		goto out;
+	}
+	rc = buf_add(out, head, sizeof(head) - 1);
+	while (!rc && (k = json_key(&r)) == 1) {
+		int is_list = !strcmp(buf_str(&r.str), "manifests");
+
+		t = json_value(&r);
+		if (t == JSON_ERROR) {
+			rc = fail(&r, err, errlen, "bad JSON");
+		} else if (is_list && t == JSON_ARRAY) {
+			while (!rc && (t = json_value(&r)) == JSON_OBJECT) {
+				const char *start = r.p - 1; /* its '{' */
+
+				match = referrer_matches(&r, artifact_type);
+				if (match < 0)
+					rc = fail(&r, err, errlen, "bad JSON");
+				else if (match && kept++)
+					rc = buf_add(out, ",", 1);
+				if (!rc && match > 0)
+					rc = buf_add(out, start,
+						     (size_t)(r.p - start));
+			}
+			if (!rc && t != JSON_END)
+				rc = fail(&r, err, errlen,
+					  "a manifests entry is no object");
+		} else if ((t == JSON_OBJECT || t == JSON_ARRAY) &&
+			   json_skip(&r)) {
+			rc = fail(&r, err, errlen, "bad JSON");
+		}
+	}
+	if (!rc && (k < 0 || json_end(&r)))
+		rc = fail(&r, err, errlen, "bad JSON");
+	if (!rc)
+		rc = buf_add(out, "]}", 2);
+out:
+	json_free(&r);
+	return rc;
+}

@@ -70,4 +70,15 @@ void oci_manifest_free(struct oci_manifest *m);
 int oci_index_pick(const struct oci_manifest *m, const char *os,
 		   const char *arch, const char *variant);
 
+/* Writes to out the image index that lists the descriptors of referrers
+ * list data (len bytes, an index) whose artifactType is artifact_type,
+ * each copied byte for byte: the referrers API's artifactType filter, for
+ * an upstream that did not apply it (or has no referrers API, and larder
+ * read the tag schema's index). Returns 0, EINVAL with a reason in err
+ * for what is not an index, EFBIG over OCI_MAX_MANIFEST, or an errno from
+ * buf. */
+int oci_referrers_filter(const char *data, size_t len,
+			 const char *artifact_type, struct buf *out, char *err,
+			 size_t errlen);
+
 #endif

@@ -49,6 +49,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		oci_index_pick(&m, "linux", "amd64", "");
 		oci_manifest_free(&m);
 	}
+	/* as a referrers list: what comes out is an index whose entries are
+	 * the input's own bytes, and that larder reads as an index whenever
+	 * those entries pass its descriptor checks */
+	{
+		struct buf b;
+
+		buf_init(&b, 2 * OCI_MAX_MANIFEST + 256);
+		if (oci_referrers_filter(body, len, ct ? ct : "x", &b, err,
+					 sizeof(err)) == 0) {
+			if (strncmp(buf_str(&b), "{\"schemaVersion\":2,", 19) ||
+			    b.len < 2 || memcmp(b.data + b.len - 2, "]}", 2))
+				abort();
+			if (oci_manifest_parse(b.data, b.len, NULL, &m, err,
+					       sizeof(err)) == 0) {
+				if (!m.is_index)
+					abort();
+				oci_manifest_free(&m);
+			}
+		}
+		buf_free(&b);
+	}
 	free(ct);
 	return 0;
 }

@@ -169,6 +169,56 @@ T(accept)
 		  "application/vnd.docker.distribution.manifest.v2+json");
 }
 
+T(referrers_filter)
+{
+	static const char list[] =
+		"{\"schemaVersion\":2,\"mediaType\":"
+		"\"application/vnd.oci.image.index.v1+json\",\"manifests\":["
+		"{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
+		"\"digest\":\"sha256:aa\",\"size\":1,"
+		"\"artifactType\":\"application/spdx+json\","
+		"\"annotations\":{\"a\":[1,{\"b\":2}]}},"
+		" {\"artifactType\":\"application/vnd.dev.cosign\","
+		"\"digest\":\"sha256:bb\"},"
+		"{\"digest\":\"sha256:cc\",\"artifactType\":"
+		"\"application/spdx+json\"}],\"annotations\":{}}";
+	char err[200];
+	struct buf b;
+
+	buf_init(&b, 1 << 20);
+	CHECK_INT(oci_referrers_filter(list, strlen(list),
+				       "application/spdx+json", &b, err,
+				       sizeof(err)),
+		  0);
+	CHECK_STR(buf_str(&b),
+		  "{\"schemaVersion\":2,\"mediaType\":"
+		  "\"application/vnd.oci.image.index.v1+json\",\"manifests\":["
+		  "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
+		  "\"digest\":\"sha256:aa\",\"size\":1,"
+		  "\"artifactType\":\"application/spdx+json\","
+		  "\"annotations\":{\"a\":[1,{\"b\":2}]}},"
+		  "{\"digest\":\"sha256:cc\",\"artifactType\":"
+		  "\"application/spdx+json\"}]}");
+	buf_reset(&b);
+	CHECK_INT(oci_referrers_filter(list, strlen(list), "none/such", &b, err,
+				       sizeof(err)),
+		  0);
+	CHECK(strstr(buf_str(&b), "\"manifests\":[]}") != NULL);
+	buf_reset(&b);
+	CHECK_INT(oci_referrers_filter("{\"manifests\":[1]}", 17, "x", &b, err,
+				       sizeof(err)),
+		  EINVAL);
+	CHECK(*err);
+	buf_reset(&b);
+	CHECK_INT(oci_referrers_filter("[]", 2, "x", &b, err, sizeof(err)),
+		  EINVAL);
+	buf_reset(&b);
+	CHECK_INT(oci_referrers_filter("{\"manifests\":[{}]} x", 20, "x", &b,
+				       err, sizeof(err)),
+		  EINVAL);
+	buf_free(&b);
+}
+
 int main(void)
 {
 	RUN(image_manifest);
@@ -177,5 +227,6 @@ int main(void)
 	RUN(bad_manifests);
 	RUN(limits);
 	RUN(accept);
+	RUN(referrers_filter);
 	return t_done();
 }
