@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -10,6 +11,7 @@
 
 #include "common/oci_manifest.h"
 #include "common/oci_ref.h"
+#include "common/oci_tags.h"
 #include "fcgi/fetcher.h"
 #include "fcgi/oci.h"
 #include "fcgi/oci_refs.h"
@@ -116,9 +118,6 @@ static void send_row(struct worker *w, struct req *r, struct oci_ctx *x,
 	if (digest)
 		req_header(r, "Docker-Content-Digest", "sha256:%s",
 		           row->sha256);
-	if (*row->link)
-		req_header(r, "Link", "</v2/%s/tags/list?%s>; rel=\"next\"",
-		           x->name, row->link);
 	if (send_blob(w, r, row->sha256, &o))
 		fail(r, 500, "UNKNOWN", "the stored body is missing");
 }
@@ -141,9 +140,11 @@ static void manifest_want(struct oci_ctx *x, const char *ref, int by_digest,
 	q->expect = by_digest && !strncmp(ref, "sha256:", 7) ? ref + 7 : "";
 }
 
-static void manifest(struct worker *w, struct req *r, struct oci_ctx *x)
+/* Answers a manifest request of a client that accepts client (its
+ * Accept lines, joined). */
+static void manifest_for(struct worker *w, struct req *r, struct oci_ctx *x,
+                         const char *client)
 {
-	const char *client = req_env(r, "HTTP_ACCEPT");
 	char accept[2048], err[1024] = "", child[OCI_MAX_DIGEST + 1];
 	struct db_oci_ref row;
 	struct oci_manifest m;
@@ -157,7 +158,7 @@ static void manifest(struct worker *w, struct req *r, struct oci_ctx *x)
 		return;
 	}
 	snprintf(accept, sizeof(accept), "%s%s%.1024s", manifest_accept,
-	         client && *client ? ", " : "", client ? client : "");
+	         *client ? ", " : "", client);
 	manifest_want(x, x->rt.ref, x->rt.by_digest, accept, &q);
 	rc = oci_ref_get(w, x->reg, &x->up, &q, &row, &r->cache, err,
 	                 sizeof(err));
@@ -203,6 +204,18 @@ static void manifest(struct worker *w, struct req *r, struct oci_ctx *x)
 	send_row(w, r, x, &row, "no-cache", 1);
 }
 
+static void manifest(struct worker *w, struct req *r, struct oci_ctx *x)
+{
+	struct buf accept;
+
+	buf_init(&accept, 8192);
+	if (req_env_joined(r, "HTTP_ACCEPT", &accept))
+		fail(r, 400, "UNSUPPORTED", "Accept header too long");
+	else
+		manifest_for(w, r, x, buf_str(&accept));
+	buf_free(&accept);
+}
+
 /* Appends "?key=value" or "&key=value" for a query parameter of r that
  * passes ok(), to out. Returns 0, or EINVAL for a value that fails. */
 static int query_param(const char *query, const char *key,
@@ -241,6 +254,16 @@ static int count_ok(const char *s, size_t n)
 	return 1;
 }
 
+static int query_ok(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		            "0123456789.+-_/%", s[i]) ||
+		    !s[i])
+			return 0;
+	return n > 0;
+}
+
 static int media_ok(const char *s, size_t n)
 {
 	if (n == 0 || n > 127)
@@ -255,28 +278,76 @@ static int media_ok(const char *s, size_t n)
 	return 1;
 }
 
+/* Reads query parameter key into out ("" when absent). Returns 0, or
+ * EINVAL when its value fails ok() or does not fit. */
+static int param(const char *query, const char *key,
+                 int (*ok)(const char *s, size_t n), char *out, size_t len)
+{
+	char kv[400] = "";
+
+	out[0] = '\0';
+	if (query_param(query, key, ok, kv, sizeof(kv)))
+		return EINVAL;
+	if (*kv && strlen(kv) - strlen(key) - 1 >= len)
+		return EINVAL;
+	if (*kv)
+		snprintf(out, len, "%s", kv + strlen(key) + 1);
+	return 0;
+}
+
+/* Answers a page of the stored tag list row: the n tags after last, with
+ * a Link to the next page when more follow. */
+static void tags_page(struct worker *w, struct req *r, struct oci_ctx *x,
+                      const struct db_oci_ref *row, const char *last, long n)
+{
+	char err[200], next[OCI_MAX_TAG + 1];
+	struct oci_tags t = {0};
+	struct buf body, out;
+	int rc;
+
+	rc = read_blob(w, row->sha256, 64 << 20, &body);
+	if (!rc)
+		rc = oci_tags_add(&t, body.data, body.len, err, sizeof(err));
+	buf_free(&body);
+	buf_init(&out, 64 << 20);
+	if (!rc)
+		rc = oci_tags_render(&t, last, n, &out, next);
+	oci_tags_free(&t);
+	if (rc) {
+		buf_free(&out);
+		fail(r, 500, "UNKNOWN", "cannot read the stored tag list");
+		return;
+	}
+	if (*next)
+		req_header(r, "Link", "</v2/%s/tags/list?n=%ld&last=%s>; "
+		           "rel=\"next\"", x->name, n, next);
+	req_header(r, "Cache-Control", "no-cache");
+	req_reply(r, 200, OCI_JSON_TYPE, out.data, out.len);
+	buf_free(&out);
+}
+
 static void tags(struct worker *w, struct req *r, struct oci_ctx *x)
 {
-	char query[300] = "", ref[320], what[340], err[1024] = "";
+	char count[16], last[OCI_MAX_TAG + 1], err[1024] = "";
 	struct db_oci_ref row;
 	struct oci_ref_want q;
 	int rc;
 
-	if (query_param(r->query, "n", count_ok, query, sizeof(query)) ||
-	    query_param(r->query, "last", oci_tag_valid, query,
-	                sizeof(query))) {
+	if (param(r->query, "n", count_ok, count, sizeof(count)) ||
+	    param(r->query, "last", oci_tag_valid, last, sizeof(last))) {
 		fail(r, 400, "PAGINATION_NUMBER_INVALID",
 		     "n must be a number and last a tag");
 		return;
 	}
+	/* one row for the whole list, however the upstream pages it, and
+	 * every client's page cut from it */
 	memset(&q, 0, sizeof(q));
-	snprintf(ref, sizeof(ref), "/tags/list?%s", query);
-	snprintf(what, sizeof(what), "tags/list%s%s", *query ? "?" : "", query);
-	q.ref = ref;
+	q.ref = "/tags/list";
 	q.expect = "";
 	q.accept = OCI_JSON_TYPE;
 	q.media_type = OCI_JSON_TYPE;
-	if (oci_up_url(&x->up, what, q.url, sizeof(q.url))) {
+	q.tag_list = 1;
+	if (oci_up_url(&x->up, "tags/list", q.url, sizeof(q.url))) {
 		fail(r, 400, "NAME_INVALID", "name too long");
 		return;
 	}
@@ -286,12 +357,43 @@ static void tags(struct worker *w, struct req *r, struct oci_ctx *x)
 		fail_rc(r, rc, "NAME_UNKNOWN", err);
 		return;
 	}
-	send_row(w, r, x, &row, "no-cache", 0);
+	if (*count || *last)
+		tags_page(w, r, x, &row, last, *count ? atol(count) : -1);
+	else
+		send_row(w, r, x, &row, "no-cache", 0);
+}
+
+/* Reads the artifactType filter of a referrers query into out, percent-
+ * decoded (Go clients encode '/' and '+'). Returns 0 ("" when absent), or
+ * EINVAL for a value that is no media type. */
+static int artifact_type(const char *query, char *out, size_t len)
+{
+	char raw[300] = "";
+	size_t n = 0;
+	const char *v;
+
+	out[0] = '\0';
+	if (query_param(query, "artifactType", query_ok, raw, sizeof(raw)))
+		return EINVAL;
+	if (!*raw)
+		return 0;
+	for (v = raw + strlen("artifactType="); *v && n + 1 < len; v++) {
+		unsigned hi, lo;
+
+		if (*v == '%' && sscanf(v + 1, "%1x%1x", &hi, &lo) == 2) {
+			out[n++] = (char)(hi << 4 | lo);
+			v += 2;
+		} else {
+			out[n++] = *v;
+		}
+	}
+	out[n] = '\0';
+	return *v || !media_ok(out, n) ? EINVAL : 0;
 }
 
 static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
 {
-	char query[300] = "", ref[480], what[480], tag[96], err[1024] = "";
+	char type[160], ref[480], what[480], tag[96], err[1024] = "";
 	struct db_oci_ref row;
 	struct oci_ref_want q;
 	int rc;
@@ -300,20 +402,24 @@ static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
 		fail(r, 400, "UNSUPPORTED", "only sha256 digests are cached");
 		return;
 	}
-	if (query_param(r->query, "artifactType", media_ok, query,
-	                sizeof(query))) {
+	if (artifact_type(r->query, type, sizeof(type))) {
 		fail(r, 400, "UNSUPPORTED",
 		     "artifactType must be a media type");
 		return;
 	}
 	memset(&q, 0, sizeof(q));
-	snprintf(ref, sizeof(ref), "/referrers/%s?%s", x->rt.ref, query);
-	snprintf(what, sizeof(what), "referrers/%s%s%s", x->rt.ref,
-	         *query ? "?" : "", query);
+	snprintf(ref, sizeof(ref), "/referrers/%s?%s", x->rt.ref, type);
+	/* '+' and '/' encoded again, for the upstream's query */
+	snprintf(what, sizeof(what), "referrers/%s%s", x->rt.ref,
+	         *type ? "?artifactType=" : "");
+	for (const char *c = type; *c; c++)
+		snprintf(what + strlen(what), sizeof(what) - strlen(what),
+		         *c == '+' ? "%%2B" : *c == '/' ? "%%2F" : "%c", *c);
 	q.ref = ref;
 	q.expect = "";
 	q.accept = OCI_INDEX_TYPE;
 	q.media_type = OCI_INDEX_TYPE;
+	q.artifact_type = type;
 	snprintf(tag, sizeof(tag), "manifests/sha256-%s", x->rt.ref + 7);
 	if (oci_up_url(&x->up, what, q.url, sizeof(q.url)) ||
 	    oci_up_url(&x->up, tag, q.fallback, sizeof(q.fallback))) {
@@ -326,6 +432,8 @@ static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
 		fail_rc(r, rc, "MANIFEST_UNKNOWN", err);
 		return;
 	}
+	if (*type) /* larder applies it, whatever the upstream did */
+		req_header(r, "OCI-Filters-Applied", "artifactType");
 	send_row(w, r, x, &row, "no-cache", 0);
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/oci_manifest.h"
+#include "common/oci_tags.h"
 #include "common/sha256.h"
 #include "fcgi/oci_refs.h"
 #include "storage/blob.h"
@@ -15,6 +16,8 @@
 #define FOREVER (10L * 365 * 86400) /* a by-digest row's ttl */
 /* How long a requester with a stale copy waits on another's refresh. */
 #define STALE_WAIT_MS 1000
+/* Pages of an upstream's tag list larder follows. */
+#define TAG_PAGES_MAX 200
 
 static const char empty_index[] =
     "{\"schemaVersion\":2,\"mediaType\":"
@@ -101,7 +104,7 @@ static int store(struct worker *w, const struct conf_registry *reg,
                  struct db_oci_ref *row, char *err, size_t errlen)
 {
 	struct db_oci_ref digest_row;
-	char sha[65], link[1024] = "";
+	char sha[65];
 	const char *rname = reg->name, *name = up->name;
 	int rc;
 
@@ -119,8 +122,6 @@ static int store(struct worker *w, const struct conf_registry *reg,
 		         q->url, f->digest, sha);
 		return EBADMSG;
 	}
-	if (oci_link_next(f->link, link, sizeof(link)))
-		link[0] = '\0';
 	rc = blob_put(w->conf->data_dir, body, len, sha);
 	if (rc) {
 		snprintf(err, errlen, "%.400s: storing: %s", q->url,
@@ -135,7 +136,6 @@ static int store(struct worker *w, const struct conf_registry *reg,
 		         q->media_type);
 	else
 		manifest_type(f, row->media_type, sizeof(row->media_type));
-	snprintf(row->link, sizeof(row->link), "%s", link);
 	snprintf(row->etag, sizeof(row->etag), "%s", f->etag);
 	row->fetched_at = time(NULL);
 	row->ttl = q->immutable ? FOREVER : reg->cache_ttl;
@@ -159,6 +159,49 @@ static int store(struct worker *w, const struct conf_registry *reg,
 		db_rollback(w->db);
 		snprintf(err, errlen, "%.400s: database error", q->url);
 	}
+	return rc;
+}
+
+/* Reads a whole tag list from the upstream's first page f and the pages
+ * its Link headers lead to, into out: sorted, as one page. */
+static int gather_tags(struct worker *w, struct oci_up *up,
+                       const struct oci_ref_want *q, const struct fetch_page *f,
+                       struct buf *out, char *err, size_t errlen)
+{
+	struct oci_tags t = {0};
+	char query[1024], url[3500], link[sizeof(f->link)], last[OCI_MAX_TAG + 1];
+	struct fetch_page next;
+	int rc, pages = 1;
+
+	rc = oci_tags_add(&t, f->body.data ? f->body.data : "", f->body.len,
+	                  err, errlen);
+	snprintf(link, sizeof(link), "%s", f->link);
+	while (!rc && oci_link_next(link, query, sizeof(query)) == 0) {
+		if (++pages > TAG_PAGES_MAX) {
+			snprintf(err, errlen, "%.400s: more than %d pages",
+			         q->url, TAG_PAGES_MAX);
+			rc = EFBIG;
+			break;
+		}
+		snprintf(url, sizeof(url), "%s?%s", q->url, query);
+		rc = oci_up_page(w, up, url, q->accept, NULL, 0, &next, err,
+		                 errlen);
+		if (!rc && next.status != 200)
+			rc = status_rc(next.status, url, err, errlen);
+		if (!rc)
+			rc = oci_tags_add(&t, next.body.data ? next.body.data : "",
+			                  next.body.len, err, errlen);
+		snprintf(link, sizeof(link), "%s", next.link);
+		buf_free(&next.body);
+	}
+	if (rc == EINVAL)
+		rc = EBADMSG;
+	oci_tags_sort(&t);
+	if (!rc && !*t.name)
+		snprintf(t.name, sizeof(t.name), "%.*s", OCI_MAX_NAME, up->name);
+	if (!rc)
+		rc = oci_tags_render(&t, NULL, -1, out, last);
+	oci_tags_free(&t);
 	return rc;
 }
 
@@ -235,8 +278,31 @@ static int refresh(struct worker *w, const struct conf_registry *reg,
 		rc = status_rc(f.status, q->url, err, errlen);
 		goto failed;
 	}
-	rc = store(w, reg, up, q, &f, f.body.data ? f.body.data : "",
-	           f.body.len, row, err, errlen);
+	if (q->tag_list) {
+		struct buf all;
+
+		buf_init(&all, 64 << 20);
+		rc = gather_tags(w, up, q, &f, &all, err, errlen);
+		if (!rc)
+			rc = store(w, reg, up, q, &f, all.data, all.len, row,
+			           err, errlen);
+		buf_free(&all);
+	} else if (q->artifact_type && *q->artifact_type) {
+		/* an upstream without the filter, or the tag schema's index */
+		struct buf kept;
+
+		buf_init(&kept, 2 * OCI_UP_MAX_MANIFEST);
+		rc = oci_referrers_filter(f.body.data ? f.body.data : "",
+		                          f.body.len, q->artifact_type, &kept,
+		                          err, errlen);
+		if (!rc)
+			rc = store(w, reg, up, q, &f, kept.data, kept.len, row,
+			           err, errlen);
+		buf_free(&kept);
+	} else {
+		rc = store(w, reg, up, q, &f, f.body.data ? f.body.data : "",
+		           f.body.len, row, err, errlen);
+	}
 	if (rc)
 		goto failed;
 	*cache = "MISS";

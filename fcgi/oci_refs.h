@@ -33,6 +33,9 @@ struct oci_ref_want {
 	int manifest;           /* the body is a manifest: checked against
 	                           Docker-Content-Digest, its blobs noted */
 	const char *media_type; /* stored Content-Type; NULL: upstream's */
+	const char *artifact_type; /* referrers: keep only these ("" all) */
+	int tag_list;             /* the body is a tag list: its pages are
+	                             followed and kept as one, sorted */
 };
 
 /* Makes q's row for repository up of registry reg usable; *cache says how

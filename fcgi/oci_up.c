@@ -264,9 +264,10 @@ int oci_up_ready(struct worker *w, struct oci_up *u, const char *url,
 	    db_oci_token_get(w->db, u->reg->name, CHALLENGE_SCOPE, known,
 	                     sizeof(known), &until) == 0 &&
 	    until > time(NULL)) {
-		if (!strcmp(known, NO_AUTH))
+		if (!strcmp(known, NO_AUTH) ||
+		    login(w, u, known, "", err, errlen) == 0)
 			return 0;
-		return login(w, u, known, "", err, errlen);
+		/* its token service failed: ask again whether it wants one */
 	}
 	/* nobody knows yet: a HEAD (it costs no pull) says, and on a 401
 	 * oci_up_page() does the dance */

@@ -51,7 +51,7 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS oci_refs ("
 	"  registry TEXT NOT NULL, name TEXT NOT NULL, ref TEXT NOT NULL,"
 	"  status INTEGER NOT NULL, sha256 TEXT NOT NULL,"
-	"  media_type TEXT NOT NULL, link TEXT NOT NULL, etag TEXT NOT NULL,"
+	"  media_type TEXT NOT NULL, etag TEXT NOT NULL,"
 	"  fetched_at INTEGER NOT NULL, ttl INTEGER NOT NULL,"
 	"  PRIMARY KEY (registry, name, ref));"
 	"CREATE INDEX IF NOT EXISTS oci_refs_sha ON oci_refs (sha256);"
@@ -112,11 +112,11 @@ static const char *const sql[S_COUNT] = {
 	[S_GARBAGE_DELETE] = "DELETE FROM garbage WHERE sha256 = ?1",
 	[S_PAGE_REFS] = "SELECT count(*) FROM pages"
 			" WHERE json_sha = ?1 OR html_sha = ?1",
-	[S_OCI_REF_GET] = "SELECT status, sha256, media_type, link, etag,"
+	[S_OCI_REF_GET] = "SELECT status, sha256, media_type, etag,"
 			  " fetched_at, ttl FROM oci_refs"
 			  " WHERE registry = ?1 AND name = ?2 AND ref = ?3",
 	[S_OCI_REF_PUT] = "INSERT OR REPLACE INTO oci_refs VALUES"
-			  " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+			  " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	[S_OCI_REF_TOUCH] = "UPDATE oci_refs SET fetched_at = ?4, ttl = ?5"
 			    " WHERE registry = ?1 AND name = ?2 AND ref = ?3",
 	[S_OCI_BLOB_PUT] = "INSERT OR REPLACE INTO oci_blobs VALUES"

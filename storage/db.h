@@ -184,7 +184,6 @@ struct db_oci_ref {
 	int status;               /* 200, or 404 for a remembered miss */
 	char sha256[65];          /* blob of the body (a manifest's digest) */
 	char media_type[128];     /* its Content-Type */
-	char link[1024];          /* tag lists: the next page, "" none */
 	char etag[256];           /* upstream's, "" when none */
 	long long fetched_at;     /* unix seconds of the last fetch or HEAD */
 	long ttl;                 /* seconds fresh after fetched_at */

@@ -20,10 +20,9 @@ int db_oci_ref_get(struct db *db, const char *registry, const char *name,
 	r->status = sqlite3_column_int(st, 0);
 	db_text(st, 1, r->sha256, sizeof(r->sha256));
 	db_text(st, 2, r->media_type, sizeof(r->media_type));
-	db_text(st, 3, r->link, sizeof(r->link));
-	db_text(st, 4, r->etag, sizeof(r->etag));
-	r->fetched_at = sqlite3_column_int64(st, 5);
-	r->ttl = (long)sqlite3_column_int64(st, 6);
+	db_text(st, 3, r->etag, sizeof(r->etag));
+	r->fetched_at = sqlite3_column_int64(st, 4);
+	r->ttl = (long)sqlite3_column_int64(st, 5);
 	sqlite3_reset(st);
 	return 0;
 }
@@ -39,10 +38,9 @@ int db_oci_ref_put(struct db *db, const char *registry, const char *name,
 	sqlite3_bind_int(st, 4, r->status);
 	BIND_TEXT(st, 5, r->sha256);
 	BIND_TEXT(st, 6, r->media_type);
-	BIND_TEXT(st, 7, r->link);
-	BIND_TEXT(st, 8, r->etag);
-	sqlite3_bind_int64(st, 9, r->fetched_at);
-	sqlite3_bind_int64(st, 10, r->ttl);
+	BIND_TEXT(st, 7, r->etag);
+	sqlite3_bind_int64(st, 8, r->fetched_at);
+	sqlite3_bind_int64(st, 9, r->ttl);
 	return db_run(db, st, "oci ref put");
 }
 
