@@ -12,6 +12,7 @@ build="build-essential autoconf automake pkg-config
 run="nginx-light"
 test="python3 python3-venv python3-pytest curl wrk
  lighttpd apache2 libapache2-mod-fcgid libapache2-mod-xsendfile
+ skopeo docker-registry openssl
  clang libclang-rt-14-dev"
 old="libfcgi-dev libjansson-dev"
 
