@@ -206,10 +206,10 @@ static int gather_tags(struct worker *w, struct oci_up *up,
 }
 
 /* Fetches (or revalidates) q's row while owning its claim. */
-static int refresh(struct worker *w, const struct conf_registry *reg,
-                   struct oci_up *up, const struct oci_ref_want *q,
-                   const char *key, struct db_oci_ref *row, int have,
-                   const char **cache, char *err, size_t errlen)
+static int fetch_row(struct worker *w, const struct conf_registry *reg,
+                     struct oci_up *up, const struct oci_ref_want *q,
+                     const char *key, struct db_oci_ref *row, int have,
+                     const char **cache, char *err, size_t errlen)
 {
 	const char *rname = reg->name, *name = up->name;
 	int was_ok = have && row->status == 200;
@@ -318,6 +318,25 @@ failed:
 		return 0;
 	}
 	return rc == ENOENT ? EREMOTEIO : rc;
+}
+
+/* fetch_row(), without retries while a stale copy can answer: a
+ * client that can have the stale tag at once does not wait out the
+ * backoff of an upstream that is down or busy (the next refresh tries
+ * again). */
+static int refresh(struct worker *w, const struct conf_registry *reg,
+                   struct oci_up *up, const struct oci_ref_want *q,
+                   const char *key, struct db_oci_ref *row, int have,
+                   const char **cache, char *err, size_t errlen)
+{
+	long retries = up->o.retries;
+	int rc;
+
+	if (have && stale_ok(reg, row, time(NULL)))
+		up->o.retries = 0;
+	rc = fetch_row(w, reg, up, q, key, row, have, cache, err, errlen);
+	up->o.retries = retries;
+	return rc;
 }
 
 /* Whether the last refresh of key failed less than error_ttl ago. */
