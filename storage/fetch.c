@@ -183,18 +183,30 @@ static int status_errno(long status)
 	return EPROTO;
 }
 
+/* Appends the header "name: value" to list. */
+static struct curl_slist *add_header(struct curl_slist *list,
+				     const char *name, const char *value)
+{
+	struct buf line;
+
+	buf_init(&line, strlen(name) + strlen(value) + 3);
+	if (buf_addf(&line, "%s: %s", name, value) == 0)
+		list = curl_slist_append(list, buf_str(&line));
+	buf_free(&line);
+	return list;
+}
+
 /* Appends o->auth to list when url is on the upstream's own origin. */
 static struct curl_slist *add_auth(struct curl_slist *list,
 				   const struct fetch_opts *o, const char *url)
 {
-	char a[300], b[300], line[4200];
+	char a[300], b[300];
 
 	if (!o->auth || !*o->auth || !o->trust_base ||
 	    url_origin(url, a, sizeof(a)) ||
 	    url_origin(o->trust_base, b, sizeof(b)) || strcmp(a, b) != 0)
 		return list;
-	snprintf(line, sizeof(line), "Authorization: %s", o->auth);
-	return curl_slist_append(list, line);
+	return add_header(list, "Authorization", o->auth);
 }
 
 static void setup(CURL *c, const struct fetch_opts *o, const char *url,
@@ -354,20 +366,12 @@ static struct curl_slist *page_headers(const struct fetch_opts *o,
 				       const char *etag,
 				       const char *last_modified)
 {
-	struct curl_slist *hdrs = NULL;
-	char line[512];
+	struct curl_slist *hdrs = add_header(NULL, "Accept", accept);
 
-	snprintf(line, sizeof(line), "Accept: %s", accept);
-	hdrs = curl_slist_append(hdrs, line);
-	if (etag && *etag) {
-		snprintf(line, sizeof(line), "If-None-Match: %s", etag);
-		hdrs = curl_slist_append(hdrs, line);
-	}
-	if (last_modified && *last_modified) {
-		snprintf(line, sizeof(line), "If-Modified-Since: %s",
-			 last_modified);
-		hdrs = curl_slist_append(hdrs, line);
-	}
+	if (etag && *etag)
+		hdrs = add_header(hdrs, "If-None-Match", etag);
+	if (last_modified && *last_modified)
+		hdrs = add_header(hdrs, "If-Modified-Since", last_modified);
 	return add_auth(hdrs, o, url);
 }
 
@@ -463,7 +467,7 @@ int fetch_head(const struct fetch_opts *o, const char *url, long long *size,
 {
 	struct curl_slist *hdrs;
 	char errbuf[CURL_ERROR_SIZE];
-	char cur[2048];
+	char cur[FETCH_URL_MAX];
 	curl_off_t cl;
 	struct head h;
 	int attempt = 0, hops = 0;
@@ -528,10 +532,24 @@ struct file_ctx {
 	struct head *h;
 	long long written;  /* bytes in the file, over all attempts */
 	long long total;    /* -1 until known */
+	long long expect;   /* the size the caller knows, -1 none */
 	int checked;        /* this attempt's status was looked at */
 	int refused;        /* this attempt's answer was not the bytes */
 	int write_err;
 };
+
+/* Takes the size an answer says (-1: it says none) when the file's is not
+ * known yet, else the caller's. Returns 0 when that disagrees with what
+ * the caller knows. */
+static int settle_total(struct file_ctx *f, long long said)
+{
+	if (f->total < 0) {
+		f->total = said >= 0 ? said : f->expect;
+		if (f->total >= 0 && f->hooks && f->hooks->size)
+			f->hooks->size(f->total, f->hooks->ctx);
+	}
+	return f->expect < 0 || f->total == f->expect;
+}
 
 /* Accepts an attempt's answer when it carries the next bytes: a 200 from
  * the start, or a 206 resuming exactly where the file ends. */
@@ -542,22 +560,10 @@ static int answer_fits(struct file_ctx *f)
 
 	curl_easy_getinfo(f->c, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(f->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
-	if (status == 200 && f->written == 0) {
-		if (f->total < 0 && cl >= 0) {
-			f->total = cl;
-			if (f->hooks && f->hooks->size)
-				f->hooks->size(f->total, f->hooks->ctx);
-		}
-		return 1;
-	}
-	if (status == 206 && f->h->range_start == f->written) {
-		if (f->total < 0 && f->h->range_total >= 0) {
-			f->total = f->h->range_total;
-			if (f->hooks && f->hooks->size)
-				f->hooks->size(f->total, f->hooks->ctx);
-		}
-		return 1;
-	}
+	if (status == 200 && f->written == 0)
+		return settle_total(f, cl);
+	if (status == 206 && f->h->range_start == f->written)
+		return settle_total(f, f->h->range_total);
 	return 0;
 }
 
@@ -595,12 +601,12 @@ static size_t file_body(char *p, size_t size, size_t n, void *vctx)
 	return len;
 }
 
-int fetch_file(const struct fetch_opts *o, const char *url, int fd,
-	       const struct fetch_hooks *hooks, char sha256[65], char *err,
-	       size_t errlen)
+int fetch_file(const struct fetch_opts *o, const char *url, long long size,
+	       int fd, const struct fetch_hooks *hooks, char sha256[65],
+	       char *err, size_t errlen)
 {
 	char errbuf[CURL_ERROR_SIZE];
-	char cur[2048], range[64];
+	char cur[FETCH_URL_MAX], range[64];
 	struct curl_slist *hdrs;
 	struct file_ctx f;
 	struct head h;
@@ -613,6 +619,7 @@ int fetch_file(const struct fetch_opts *o, const char *url, int fd,
 	f.fd = fd;
 	f.hooks = hooks;
 	f.total = -1;
+	f.expect = size;
 	f.h = &h;
 	h.page = NULL;
 	snprintf(cur, sizeof(cur), "%s", url);

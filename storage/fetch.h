@@ -17,6 +17,10 @@
 
 #include "common/buf.h"
 
+/* The longest URL fetched, redirects included (a CDN's presigned URL with
+ * a session token runs to a few KiB). */
+#define FETCH_URL_MAX 8192
+
 struct fetch_opts {
 	long connect_timeout;     /* seconds */
 	long first_byte_timeout;  /* seconds from connect to the answer */
@@ -58,7 +62,7 @@ struct fetch_page {
 	long max_age;           /* from Cache-Control, -1 when absent */
 	int no_store;           /* Cache-Control no-store / no-cache */
 	long retry_after;       /* seconds, -1 when absent */
-	char url[2048];         /* the URL that answered (after redirects) */
+	char url[FETCH_URL_MAX]; /* the URL that answered (after redirects) */
 	char digest[80];        /* Docker-Content-Digest, "" when absent */
 	char authenticate[512]; /* WWW-Authenticate, "" when absent */
 	char link[1024];        /* Link, "" when absent */
@@ -90,7 +94,9 @@ struct fetch_hooks {
 };
 
 /* GETs url into fd (empty, at offset 0), hashing as it goes; the hex
- * digest goes to sha256. hooks may be NULL. Returns 0 after a complete
+ * digest goes to sha256. size is what the file must be (-1 unknown): a
+ * byte past it, or a Content-Length that disagrees, is refused at once.
+ * hooks may be NULL. Returns 0 after a complete
  * download, else an errno with a reason in err: ENODATA when upstream
  * answered 404 or 410, EACCES for 401 or 403, EPROTO for another HTTP
  * error status, EIO for a short or broken body, EPERM for an untrusted redirect,
@@ -98,9 +104,9 @@ struct fetch_hooks {
  * ECONNREFUSED, EHOSTUNREACH, ENOSPC or another write error
  * (after which fd is truncated to nothing, so that a full disk gets its
  * space back even while others hold the file open). */
-int fetch_file(const struct fetch_opts *o, const char *url, int fd,
-	       const struct fetch_hooks *hooks, char sha256[65], char *err,
-	       size_t errlen);
+int fetch_file(const struct fetch_opts *o, const char *url, long long size,
+	       int fd, const struct fetch_hooks *hooks, char sha256[65],
+	       char *err, size_t errlen);
 
 /* HEADs url (following trusted redirects, retrying transient failures)
  * for the size of what a GET would send. Returns 0 with *size (-1 when

@@ -82,8 +82,8 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 	if (health_down(db, want->url, err, errlen)) {
 		rc = EREMOTEIO;
 	} else {
-		rc = fetch_file(want->opts, want->url, f->fd, &fh, sha256,
-				err, errlen);
+		rc = fetch_file(want->opts, want->url, want->size, f->fd, &fh,
+				sha256, err, errlen);
 		if (rc && fetch_unwell(rc))
 			health_failed(db, want->url, want->error_ttl, err);
 		else if (!rc)
