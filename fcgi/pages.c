@@ -86,7 +86,7 @@ void pages_collect(struct worker *w)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		/* a later refresh may have made the same bytes again */
-		if (db_page_refs(w->db, due[i], &refs) == 0 && refs == 0 &&
+		if (db_refs(w->db, due[i], &refs) == 0 && refs == 0 &&
 		    blob_path(w->conf->data_dir, due[i], path,
 			      sizeof(path)) == 0 &&
 		    unlink(path) < 0 && errno != ENOENT)

@@ -110,8 +110,9 @@ static const char *const sql[S_COUNT] = {
 	[S_GARBAGE_ADD] = "INSERT OR REPLACE INTO garbage VALUES (?1, ?2)",
 	[S_GARBAGE_DUE] = "SELECT sha256 FROM garbage WHERE since < ?1 LIMIT ?2",
 	[S_GARBAGE_DELETE] = "DELETE FROM garbage WHERE sha256 = ?1",
-	[S_PAGE_REFS] = "SELECT count(*) FROM pages"
-			" WHERE json_sha = ?1 OR html_sha = ?1",
+	[S_REFS] = "SELECT (SELECT count(*) FROM pages"
+		   " WHERE json_sha = ?1 OR html_sha = ?1)"
+		   " + (SELECT count(*) FROM oci_refs WHERE sha256 = ?1)",
 	[S_OCI_REF_GET] = "SELECT status, sha256, media_type, etag,"
 			  " fetched_at, ttl FROM oci_refs"
 			  " WHERE registry = ?1 AND name = ?2 AND ref = ?3",
@@ -121,8 +122,8 @@ static const char *const sql[S_COUNT] = {
 			    " WHERE registry = ?1 AND name = ?2 AND ref = ?3",
 	[S_OCI_BLOB_PUT] = "INSERT OR REPLACE INTO oci_blobs VALUES"
 			   " (?1, ?2, ?3, ?4)",
-	[S_OCI_BLOB_GET] = "SELECT size FROM oci_blobs WHERE sha256 = ?3"
-			   " ORDER BY registry = ?1 AND name = ?2 DESC LIMIT 1",
+	[S_OCI_BLOB_GET] = "SELECT size FROM oci_blobs WHERE registry = ?1"
+			   " AND name = ?2 AND sha256 = ?3",
 	[S_OCI_TOKEN_GET] = "SELECT value, expires_at FROM oci_tokens"
 			    " WHERE registry = ?1 AND scope = ?2",
 	[S_OCI_TOKEN_PUT] = "INSERT OR REPLACE INTO oci_tokens VALUES"

@@ -155,7 +155,8 @@ int db_upstream_put(struct db *db, const char *host, long long until,
 /* Forgets host's failure. Returns 0 or EIO. */
 int db_upstream_delete(struct db *db, const char *host);
 
-/* Notes that the blob sha256 (a page rendering) is no longer wanted since
+/* Notes that the blob sha256 (a page rendering, a tag list or a referrers
+ * list) is no longer wanted since
  * the given time. Returns 0 or EIO. */
 int db_garbage_add(struct db *db, const char *sha256, long long since);
 
@@ -167,9 +168,10 @@ int db_garbage_due(struct db *db, long long before, char (*sha)[65],
 /* Drops the garbage note of sha256. Returns 0 or EIO. */
 int db_garbage_delete(struct db *db, const char *sha256);
 
-/* Counts the page rows whose renderings include sha256. Returns 0 or
+/* Counts the rows that name sha256 as a body of theirs: page renderings
+ * and registry refs (what a replaced one may still be). Returns 0 or
  * EIO. */
-int db_page_refs(struct db *db, const char *sha256, long *count);
+int db_refs(struct db *db, const char *sha256, long *count);
 
 /* Calls fn for each of the n blobs in sha that nothing names: no page
  * rendering, no listed file or metadata, no garbage note (what a refresh
@@ -206,8 +208,9 @@ int db_oci_ref_touch(struct db *db, const char *registry, const char *name,
 int db_oci_blob_put(struct db *db, const char *registry, const char *name,
 		    const char *sha256, long long size);
 
-/* Reads the size of blob sha256 as recorded, preferring the row of
- * (registry, name). Returns 0, ENOENT, or EIO. */
+/* Reads the size of blob sha256 as recorded for (registry, name): another
+ * repository's manifest says nothing of this one's. Returns 0, ENOENT, or
+ * EIO. */
 int db_oci_blob_get(struct db *db, const char *registry, const char *name,
 		    const char *sha256, long long *size);
 

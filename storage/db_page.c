@@ -199,9 +199,9 @@ int db_garbage_delete(struct db *db, const char *sha256)
 	return db_run(db, st, "garbage delete");
 }
 
-int db_page_refs(struct db *db, const char *sha256, long *count)
+int db_refs(struct db *db, const char *sha256, long *count)
 {
-	sqlite3_stmt *st = db_stmt(db, S_PAGE_REFS);
+	sqlite3_stmt *st = db_stmt(db, S_REFS);
 	int err;
 
 	BIND_TEXT(st, 1, sha256);
