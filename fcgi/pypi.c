@@ -15,8 +15,6 @@
 #include "storage/blob.h"
 #include "storage/flight.h"
 
-#define IMMUTABLE "public, max-age=31536000, immutable"
-
 static void prefetch(struct worker *w);
 
 /* Finds a PEP 691 ?format= in the query, decoded into out. */
@@ -157,7 +155,7 @@ static void head_uncached(struct req *r, const struct fetcher_want *want)
 		req_header(r, "Content-Length", "%lld", size);
 	if (*want->expect) {
 		req_header(r, "ETag", "\"%s\"", want->expect);
-		req_header(r, "Cache-Control", IMMUTABLE);
+		req_header(r, "Cache-Control", SEND_IMMUTABLE);
 	}
 	req_start(r, 200);
 }
@@ -228,7 +226,7 @@ static void prefetch(struct worker *w)
 
 void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 {
-	struct send_opts o = {.cache_control = IMMUTABLE};
+	struct send_opts o = {.cache_control = SEND_IMMUTABLE};
 	struct fetcher_want want;
 	struct fetch_opts fo;
 	struct db_file f;

@@ -112,6 +112,20 @@ int req_header(struct req *r, const char *name, const char *fmt, ...)
 	return err;
 }
 
+size_t req_header_mark(const struct req *r)
+{
+	return r->hdr.len;
+}
+
+void req_header_rewind(struct req *r, size_t mark)
+{
+	if (r->started || mark > r->hdr.len)
+		return;
+	r->hdr.len = mark;
+	if (r->hdr.data)
+		r->hdr.data[mark] = '\0';
+}
+
 int req_header_date(struct req *r, const char *name, long long t)
 {
 	time_t tt = (time_t)t;
@@ -160,12 +174,15 @@ static const char *reason_phrase(int status)
 	case 301: return "Moved Permanently";
 	case 304: return "Not Modified";
 	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
 	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 406: return "Not Acceptable";
 	case 413: return "Payload Too Large";
+	case 414: return "URI Too Long";
 	case 416: return "Range Not Satisfiable";
+	case 429: return "Too Many Requests";
 	case 500: return "Internal Server Error";
 	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";

@@ -66,6 +66,12 @@ int req_env_joined(const struct req *r, const char *name, struct buf *out);
 int req_header(struct req *r, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Where the headers added so far end, and dropping those added since
+ * (before the response starts): a header meant for a body that will not
+ * come (an error goes out instead). */
+size_t req_header_mark(const struct req *r);
+void req_header_rewind(struct req *r, size_t mark);
+
 /* Adds a header whose value is the HTTP date (RFC 9110, in GMT) of the
  * unix time t. Returns 0 or an errno from buf. */
 int req_header_date(struct req *r, const char *name, long long t);

@@ -8,6 +8,10 @@
 #include "fcgi/req.h"
 #include "fcgi/worker.h"
 
+/* The Cache-Control of what a name can only ever mean one thing by: a
+ * file by its hash, a manifest or blob by its digest. */
+#define SEND_IMMUTABLE "public, max-age=31536000, immutable"
+
 struct send_opts {
 	const char *content_type;
 	const char *cache_control;  /* NULL: none */
