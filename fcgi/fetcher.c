@@ -183,6 +183,8 @@ static int fill(struct pump *p, struct db *db, char *err, size_t errlen)
 	rc = fill_run(db, c->data_dir, &p->t.f, &fw, &h, sha, err, errlen);
 	if (!rc && want->meta_of)
 		db_file_set_meta(db, want->meta_of, sha);
+	if (!rc && want->stored)
+		want->stored(db, sha, p->t.size, want->ctx);
 	tail_filled(&p->t, rc, sha);
 	return rc;
 }

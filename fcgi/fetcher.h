@@ -29,6 +29,12 @@ struct fetcher_want {
 	const char *content_type;
 	const char *meta_of;      /* for a .metadata without a promised hash:
 	                             the file whose metadata hash to record */
+	/* when not NULL: called by the process that fetched the blob, with
+	 * its database, once the blob is in the store (what the caller
+	 * records of it must not depend on a client that may be gone) */
+	void (*stored)(struct db *db, const char *sha256, long long size,
+	               void *ctx);
+	void *ctx;
 };
 
 /* Serves a missing blob to r by starting or following its fetch.
