@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,8 +17,6 @@
 #include "fcgi/send.h"
 #include "storage/blob.h"
 #include "storage/flight.h"
-
-#define IMMUTABLE "public, max-age=31536000, immutable"
 
 /* What larder asks a registry for, before what the client asked for:
  * every kind of manifest it can read, so that a tag is stored once, as
@@ -90,12 +87,12 @@ static int read_blob(struct worker *w, const char *sha, size_t max,
 	ssize_t n;
 	int fd, rc = 0;
 
+	buf_init(b, max); /* the caller frees it, whatever happens */
 	if (blob_path(w->conf->data_dir, sha, path, sizeof(path)))
 		return EINVAL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
-	buf_init(b, max);
 	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
 		if (buf_add(b, chunk, (size_t)n)) {
 			rc = EFBIG;
@@ -107,14 +104,21 @@ static int read_blob(struct worker *w, const char *sha, size_t max,
 	return rc;
 }
 
-/* Sends the stored body a row names. */
-static void send_row(struct worker *w, struct req *r, struct oci_ctx *x,
-                     const struct db_oci_ref *row, const char *cache_control,
-                     int digest)
+/* Sends the stored body a row names. A by-digest row never changes; any
+ * other is fresh until its row goes stale, which an nginx in front that
+ * keeps these answers (conf/nginx.conf, LARDER_PAGE_CACHE) is told. */
+static void send_row(struct worker *w, struct req *r,
+                     const struct db_oci_ref *row, int by_digest, int digest)
 {
-	struct send_opts o = {.content_type = row->media_type,
-	                      .cache_control = cache_control};
+	const char *cache = req_env(r, "LARDER_PAGE_CACHE");
+	struct send_opts o = {.content_type = row->media_type};
 
+	o.cache_control = by_digest ? SEND_IMMUTABLE : "no-cache";
+	o.expires = by_digest ? (long long)time(NULL) + 31536000 :
+	                        row->fetched_at + row->ttl;
+	if (o.expires <= time(NULL))
+		o.expires = 1; /* stale: a date in the past */
+	o.inline_body = o.front_cache = cache && strcmp(cache, "1") == 0;
 	if (digest)
 		req_header(r, "Docker-Content-Digest", "sha256:%s",
 		           row->sha256);
@@ -124,20 +128,20 @@ static void send_row(struct worker *w, struct req *r, struct oci_ctx *x,
 
 /* The fetch of manifest ref (a tag, or a digest checked with
  * oci_digest_check) into q. */
-static void manifest_want(struct oci_ctx *x, const char *ref, int by_digest,
-                          const char *accept, struct oci_ref_want *q)
+static int manifest_want(struct oci_ctx *x, const char *ref, int by_digest,
+                         const char *accept, struct oci_ref_want *q)
 {
 	char what[OCI_MAX_DIGEST + 16];
 
 	memset(q, 0, sizeof(*q));
 	q->ref = ref;
 	snprintf(what, sizeof(what), "manifests/%s", ref);
-	oci_up_url(&x->up, what, q->url, sizeof(q->url));
 	q->accept = accept;
 	q->immutable = by_digest;
 	q->head_check = !by_digest;
 	q->manifest = 1;
 	q->expect = by_digest && !strncmp(ref, "sha256:", 7) ? ref + 7 : "";
+	return oci_up_url(&x->up, what, q->url, sizeof(q->url));
 }
 
 /* Answers a manifest request of a client that accepts client (its
@@ -159,23 +163,28 @@ static void manifest_for(struct worker *w, struct req *r, struct oci_ctx *x,
 	}
 	snprintf(accept, sizeof(accept), "%s%s%.1024s", manifest_accept,
 	         *client ? ", " : "", client);
-	manifest_want(x, x->rt.ref, x->rt.by_digest, accept, &q);
+	if (manifest_want(x, x->rt.ref, x->rt.by_digest, accept, &q)) {
+		fail(r, 400, "NAME_INVALID", "name too long");
+		return;
+	}
 	rc = oci_ref_get(w, x->reg, &x->up, &q, &row, &r->cache, err,
 	                 sizeof(err));
 	if (rc) {
 		fail_rc(r, rc, "MANIFEST_UNKNOWN", err);
 		return;
 	}
+	/* a digest names these bytes and no others; a tag may stand for
+	 * the child a client can take */
 	media = oci_media_of(row.media_type);
-	if ((media != OCI_MEDIA_IMAGE_INDEX &&
+	if (x->rt.by_digest ||
+	    (media != OCI_MEDIA_IMAGE_INDEX &&
 	     media != OCI_MEDIA_DOCKER_LIST) ||
 	    oci_media_accepted(client, media)) {
-		send_row(w, r, x, &row,
-		         x->rt.by_digest ? IMMUTABLE : "no-cache", 1);
+		send_row(w, r, &row, x->rt.by_digest, 1);
 		return;
 	}
 	/* a client that cannot take an index gets linux/amd64 */
-	rc = read_blob(w, row.sha256, OCI_UP_MAX_MANIFEST, &body);
+	rc = read_blob(w, row.sha256, OCI_MAX_MANIFEST, &body);
 	if (!rc)
 		rc = oci_manifest_parse(body.data, body.len, row.media_type, &m,
 		                        err, sizeof(err));
@@ -194,14 +203,17 @@ static void manifest_for(struct worker *w, struct req *r, struct oci_ctx *x,
 		     "does not accept an index");
 		return;
 	}
-	manifest_want(x, child, 1, accept, &q);
+	if (manifest_want(x, child, 1, accept, &q)) {
+		fail(r, 400, "NAME_INVALID", "name too long");
+		return;
+	}
 	rc = oci_ref_get(w, x->reg, &x->up, &q, &row, &r->cache, err,
 	                 sizeof(err));
 	if (rc) {
 		fail_rc(r, rc, "MANIFEST_UNKNOWN", err);
 		return;
 	}
-	send_row(w, r, x, &row, "no-cache", 1);
+	send_row(w, r, &row, 0, 1);
 }
 
 static void manifest(struct worker *w, struct req *r, struct oci_ctx *x)
@@ -360,7 +372,7 @@ static void tags(struct worker *w, struct req *r, struct oci_ctx *x)
 	if (*count || *last)
 		tags_page(w, r, x, &row, last, *count ? atol(count) : -1);
 	else
-		send_row(w, r, x, &row, "no-cache", 0);
+		send_row(w, r, &row, 0, 0);
 }
 
 /* Reads the artifactType filter of a referrers query into out, percent-
@@ -434,7 +446,7 @@ static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
 	}
 	if (*type) /* larder applies it, whatever the upstream did */
 		req_header(r, "OCI-Filters-Applied", "artifactType");
-	send_row(w, r, x, &row, "no-cache", 0);
+	send_row(w, r, &row, 0, 0);
 }
 
 /* Answers a HEAD for a blob the store does not have from an upstream
@@ -463,6 +475,8 @@ static void blob_head(struct worker *w, struct req *r, struct oci_ctx *x,
 		        err);
 		return;
 	}
+	if (size >= 0) /* the next HEAD needs no upstream */
+		db_oci_blob_put(w->db, x->reg->name, x->up.name, hex, size);
 	r->cache = "MISS";
 	req_header(r, "Content-Type", "application/octet-stream");
 	req_header(r, "Docker-Content-Digest", "sha256:%s", hex);
@@ -472,15 +486,24 @@ static void blob_head(struct worker *w, struct req *r, struct oci_ctx *x,
 	req_start(r, 200);
 }
 
+/* Records, in the process that fetched it, that the repository holds the
+ * blob (fsck counts the row as the blob's reference). */
+static void blob_stored(struct db *db, const char *sha256, long long size,
+                        void *ctx)
+{
+	const struct oci_ctx *x = ctx;
+
+	db_oci_blob_put(db, x->reg->name, x->up.name, sha256, size);
+}
+
 static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 {
 	struct send_opts so = {.content_type = "application/octet-stream",
-	                       .cache_control = IMMUTABLE};
+	                       .cache_control = SEND_IMMUTABLE};
 	const char *hex = x->rt.ref + 7;
 	char key[FLIGHT_KEY_MAX + 1], url[2400], what[300], sha[65];
-	char err[1024] = "", path[4096];
+	char err[1024] = "";
 	struct fetcher_want want;
-	struct stat st;
 	size_t mark;
 	int rc, known;
 
@@ -515,17 +538,17 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 	                        &want.size) == 0;
 	if (!known)
 		want.size = -1;
+	want.stored = known ? NULL : blob_stored;
+	want.ctx = x;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		rc = oci_up_ready(w, &x->up, url, attempt, err, sizeof(err));
 		if (rc)
 			break;
-		mark = r->hdr.len;
+		mark = req_header_mark(r);
 		req_header(r, "Docker-Content-Digest", "%s", x->rt.ref);
 		rc = fetcher_serve(w, r, &want, sha, err, sizeof(err));
-		if (rc && !r->started) {
-			r->hdr.len = mark; /* the error goes out without it */
-			r->hdr.data[mark] = '\0';
-		}
+		if (rc) /* the error goes out without it */
+			req_header_rewind(r, mark);
 		if (rc != EACCES)
 			break;
 	}
@@ -536,16 +559,8 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 			fail(r, 500, "UNKNOWN", "cannot read the stored blob");
 		rc = 0;
 	}
-	if (!rc) {
-		/* the repository holds it: a row, unless a manifest made one */
-		if (!known &&
-		    blob_path(w->conf->data_dir, hex, path, sizeof(path)) ==
-		        0 &&
-		    stat(path, &st) == 0)
-			db_oci_blob_put(w->db, x->reg->name, x->up.name, hex,
-			                (long long)st.st_size);
+	if (!rc)
 		return;
-	}
 	if (rc == ENODATA)
 		fail(r, 404, "BLOB_UNKNOWN", "the upstream has no such blob");
 	else if (rc == EAGAIN)

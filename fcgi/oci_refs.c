@@ -10,8 +10,10 @@
 #include "common/oci_tags.h"
 #include "common/sha256.h"
 #include "fcgi/oci_refs.h"
+#include "fcgi/pages.h"
 #include "storage/blob.h"
 #include "storage/flight.h"
+#include "storage/health.h"
 
 #define FOREVER (10L * 365 * 86400) /* a by-digest row's ttl */
 /* How long a requester with a stale copy waits on another's refresh. */
@@ -97,14 +99,16 @@ static int note_blobs(struct worker *w, const struct conf_registry *reg,
 	return rc;
 }
 
-/* Stores an upstream 200's body as the row for q. */
+/* Stores an upstream 200's body as the row for q; what *row held (when
+ * have) is replaced. A tag list or referrers list it replaces becomes
+ * garbage (a replaced manifest stays, by its digest). */
 static int store(struct worker *w, const struct conf_registry *reg,
                  const struct oci_up *up, const struct oci_ref_want *q,
                  const struct fetch_page *f, const char *body, size_t len,
-                 struct db_oci_ref *row, char *err, size_t errlen)
+                 struct db_oci_ref *row, int have, char *err, size_t errlen)
 {
 	struct db_oci_ref digest_row;
-	char sha[65];
+	char sha[65], old[65] = "";
 	const char *rname = reg->name, *name = up->name;
 	int rc;
 
@@ -128,6 +132,8 @@ static int store(struct worker *w, const struct conf_registry *reg,
 		         strerror(rc));
 		return rc;
 	}
+	if (have && row->status == 200 && !q->manifest)
+		memcpy(old, row->sha256, sizeof(old));
 	memset(row, 0, sizeof(*row));
 	row->status = 200;
 	snprintf(row->sha256, sizeof(row->sha256), "%s", sha);
@@ -153,31 +159,44 @@ static int store(struct worker *w, const struct conf_registry *reg,
 		snprintf(ref, sizeof(ref), "sha256:%s", sha);
 		rc = db_oci_ref_put(w->db, rname, name, ref, &digest_row);
 	}
+	if (!rc && *old && strcmp(old, sha) != 0)
+		rc = db_garbage_add(w->db, old, row->fetched_at);
 	if (!rc)
 		rc = db_commit(w->db);
 	if (rc) {
 		db_rollback(w->db);
 		snprintf(err, errlen, "%.400s: database error", q->url);
+		return rc;
 	}
-	return rc;
+	pages_collect(w);
+	return 0;
 }
 
 /* Reads a whole tag list from the upstream's first page f and the pages
- * its Link headers lead to, into out: sorted, as one page. */
+ * its Link headers lead to, into out: sorted, as one page. *pages says
+ * how many there were. */
 static int gather_tags(struct worker *w, struct oci_up *up,
                        const struct oci_ref_want *q, const struct fetch_page *f,
-                       struct buf *out, char *err, size_t errlen)
+                       struct buf *out, int *pages, char *err, size_t errlen)
 {
 	struct oci_tags t = {0};
 	char query[1024], url[3500], link[sizeof(f->link)], last[OCI_MAX_TAG + 1];
 	struct fetch_page next;
-	int rc, pages = 1;
+	int rc, more;
+
+	*pages = 1;
 
 	rc = oci_tags_add(&t, f->body.data ? f->body.data : "", f->body.len,
 	                  err, errlen);
 	snprintf(link, sizeof(link), "%s", f->link);
-	while (!rc && oci_link_next(link, query, sizeof(query)) == 0) {
-		if (++pages > TAG_PAGES_MAX) {
+	while (!rc && (more = oci_link_next(link, query, sizeof(query))) != ENOENT) {
+		if (more) {
+			snprintf(err, errlen, "%.400s: a Link larder cannot "
+			         "follow: %.200s", q->url, link);
+			rc = EBADMSG;
+			break;
+		}
+		if (++*pages > TAG_PAGES_MAX) {
 			snprintf(err, errlen, "%.400s: more than %d pages",
 			         q->url, TAG_PAGES_MAX);
 			rc = EFBIG;
@@ -205,6 +224,38 @@ static int gather_tags(struct worker *w, struct oci_up *up,
 	return rc;
 }
 
+/* Remembers for error_ttl that the refresh of key failed with rc: the
+ * requests meanwhile get the same answer (a 429 stays a 429) at once. */
+static void remember_failure(struct worker *w, const char *key, int rc,
+                             const char *err)
+{
+	char reason[1100];
+
+	snprintf(reason, sizeof(reason), "%d %s", rc, err);
+	db_outcome_put(w->db, key, "", reason);
+}
+
+/* Ends a remembered failure of key after a refresh that worked. */
+static void forget_failure(struct worker *w, const char *key)
+{
+	char sha[65], why[8];
+
+	if (db_outcome_get(w->db, key, sha, why, sizeof(why), NULL) == 0 &&
+	    !*sha)
+		db_outcome_put(w->db, key, "ok", "");
+}
+
+/* Whether a HEAD's answer f says the tag still names row's manifest: by
+ * its digest, else (a registry that sends none) by its ETag. */
+static int same_manifest(const struct fetch_page *f,
+                         const struct db_oci_ref *row)
+{
+	if (*f->digest)
+		return !strncmp(f->digest, "sha256:", 7) &&
+		       !strcmp(f->digest + 7, row->sha256);
+	return *f->etag && !strcmp(f->etag, row->etag);
+}
+
 /* Fetches (or revalidates) q's row while owning its claim. */
 static int fetch_row(struct worker *w, const struct conf_registry *reg,
                      struct oci_up *up, const struct oci_ref_want *q,
@@ -221,9 +272,7 @@ static int fetch_row(struct worker *w, const struct conf_registry *reg,
 	if (was_ok && q->head_check) {
 		rc = oci_up_page(w, up, q->url, q->accept, NULL, 1, &f, err,
 		                 errlen);
-		if (!rc && f.status == 200 &&
-		    !strncmp(f.digest, "sha256:", 7) &&
-		    !strcmp(f.digest + 7, row->sha256)) {
+		if (!rc && f.status == 200 && same_manifest(&f, row)) {
 			row->fetched_at = now;
 			row->ttl = reg->cache_ttl;
 			rc = db_oci_ref_touch(w->db, rname, name, q->ref, now,
@@ -282,36 +331,46 @@ static int fetch_row(struct worker *w, const struct conf_registry *reg,
 		struct buf all;
 
 		buf_init(&all, 64 << 20);
-		rc = gather_tags(w, up, q, &f, &all, err, errlen);
+		int pages;
+
+		rc = gather_tags(w, up, q, &f, &all, &pages, err, errlen);
+		/* one page's ETag says nothing of the others */
+		if (pages > 1)
+			f.etag[0] = '\0';
 		if (!rc)
 			rc = store(w, reg, up, q, &f, all.data, all.len, row,
-			           err, errlen);
+			           have, err, errlen);
 		buf_free(&all);
 	} else if (q->artifact_type && *q->artifact_type) {
 		/* an upstream without the filter, or the tag schema's index */
 		struct buf kept;
 
-		buf_init(&kept, 2 * OCI_UP_MAX_MANIFEST);
+		buf_init(&kept, 2 * OCI_MAX_MANIFEST);
 		rc = oci_referrers_filter(f.body.data ? f.body.data : "",
 		                          f.body.len, q->artifact_type, &kept,
 		                          err, errlen);
 		if (!rc)
 			rc = store(w, reg, up, q, &f, kept.data, kept.len, row,
-			           err, errlen);
+			           have, err, errlen);
 		buf_free(&kept);
 	} else {
 		rc = store(w, reg, up, q, &f, f.body.data ? f.body.data : "",
-		           f.body.len, row, err, errlen);
+		           f.body.len, row, have, err, errlen);
 	}
 	if (rc)
 		goto failed;
 	*cache = "MISS";
 done:
+	if (!rc)
+		forget_failure(w, key);
+	health_ok(w->db, q->url);
 	buf_free(&f.body);
 	return rc;
 failed:
 	log_warn(0, q->url, "%s", err);
-	db_outcome_put(w->db, key, "", err);
+	remember_failure(w, key, rc, err);
+	if (fetch_unwell(rc))
+		health_failed(w->db, q->url, w->conf->error_ttl, err);
 	buf_free(&f.body);
 	if (have && stale_ok(reg, row, now)) {
 		*cache = "STALE";
@@ -339,16 +398,23 @@ static int refresh(struct worker *w, const struct conf_registry *reg,
 	return rc;
 }
 
-/* Whether the last refresh of key failed less than error_ttl ago. */
-static int failed_recently(struct worker *w, const char *key, char *why,
-                           size_t len)
+/* Whether the last refresh of key failed less than error_ttl ago: its
+ * errno goes to *rc, its reason to why. */
+static int failed_recently(struct worker *w, const char *key, int *rc,
+                           char *why, size_t len)
 {
-	char sha[65];
+	char sha[65], reason[1100];
 	long long at;
+	int n = 0;
 
-	return w->conf->error_ttl > 0 &&
-	       db_outcome_get(w->db, key, sha, why, len, &at) == 0 && !*sha &&
-	       time(NULL) < at + w->conf->error_ttl;
+	if (w->conf->error_ttl <= 0 ||
+	    db_outcome_get(w->db, key, sha, reason, sizeof(reason), &at) ||
+	    *sha || time(NULL) >= at + w->conf->error_ttl)
+		return 0;
+	if (sscanf(reason, "%d %n", rc, &n) != 1 || n == 0)
+		*rc = EREMOTEIO;
+	snprintf(why, len, "%s", reason + n);
+	return 1;
 }
 
 int oci_ref_get(struct worker *w, const struct conf_registry *reg,
@@ -388,14 +454,16 @@ int oci_ref_get(struct worker *w, const struct conf_registry *reg,
 			*cache = "MISS";
 			return row->status == 200 ? 0 : ENOENT;
 		}
-		if (failed_recently(w, key, why, sizeof(why)) ||
+		rc = 0;
+		if (failed_recently(w, key, &rc, why, sizeof(why)) ||
+		    health_down(w->db, q->url, why, sizeof(why)) ||
 		    (have && waited && stale_ok(reg, row, now))) {
 			if (have && stale_ok(reg, row, now)) {
 				*cache = "STALE";
 				return 0;
 			}
 			snprintf(err, errlen, "%s", why);
-			return EREMOTEIO;
+			return rc && rc != ENOENT ? rc : EREMOTEIO;
 		}
 		had = have;
 		if (have)
@@ -439,7 +507,8 @@ int oci_ref_get(struct worker *w, const struct conf_registry *reg,
 		return row->status == 200 ? 0 : ENOENT;
 	}
 	if (db_oci_ref_get(w->db, rname, name, q->ref, row) == 0 &&
-	    stale_ok(reg, row, time(NULL))) {
+	    stale_ok(reg, row, time(NULL)) &&
+	    blob_exists(w->conf->data_dir, row->sha256)) {
 		*cache = "STALE";
 		return 0;
 	}
