@@ -87,7 +87,7 @@ static int digest_form(const char *s, size_t n, size_t *colon)
 			return 0;
 		if (s[i] == ':')
 			break;
-		if (!strchr("+._-", s[i]))
+		if (!s[i] || !strchr("+._-", s[i]))
 			return 0;
 		i++;
 	}
@@ -95,7 +95,7 @@ static int digest_form(const char *s, size_t n, size_t *colon)
 	if (i == n)
 		return 0;
 	for (; i < n; i++)
-		if (!alnum(s[i]) && !strchr("=_-", s[i]))
+		if (!alnum(s[i]) && (!s[i] || !strchr("=_-", s[i])))
 			return 0;
 	return 1;
 }
@@ -275,5 +275,208 @@ int oci_link_next(const char *link, char *query, size_t len)
 			return EINVAL;
 	memcpy(query, q, n);
 	query[n] = '\0';
+	return 0;
+}
+
+/* The value of a hex digit, either case, or -1. */
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int oci_query_unescape(const char *s, size_t n, char *out, size_t len)
+{
+	size_t i, o = 0;
+	int hi, lo;
+	char c;
+
+	if (len == 0)
+		return ENAMETOOLONG;
+	out[0] = '\0';
+	for (i = 0; i < n; i++) {
+		c = s[i];
+		if (c == '%') {
+			if (n - i < 3)
+				goto bad;
+			hi = hexval(s[i + 1]);
+			lo = hexval(s[i + 2]);
+			if (hi < 0 || lo < 0)
+				goto bad;
+			c = (char)(hi << 4 | lo);
+			i += 2;
+		}
+		if (c == '\0')
+			goto bad;
+		if (o + 1 >= len) {
+			out[0] = '\0';
+			return ENAMETOOLONG;
+		}
+		out[o++] = c;
+	}
+	out[o] = '\0';
+	return 0;
+bad:
+	out[0] = '\0';
+	return EINVAL;
+}
+
+static int unreserved(char c)
+{
+	return alnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+size_t oci_query_escape(const char *s, char *out, size_t len)
+{
+	static const char digits[] = "0123456789ABCDEF";
+	size_t need = 0, w;
+	unsigned char c;
+
+	for (; *s; s++) {
+		c = (unsigned char)*s;
+		w = unreserved((char)c) ? 1 : 3;
+		if (need + w < len) {
+			if (w == 1) {
+				out[need] = (char)c;
+			} else {
+				out[need] = '%';
+				out[need + 1] = digits[c >> 4];
+				out[need + 2] = digits[c & 15];
+			}
+		} else if (need < len) {
+			out[need] = '\0';
+			len = need; /* nothing more is written */
+		}
+		need += w;
+	}
+	if (need < len)
+		out[need] = '\0';
+	return need;
+}
+
+/* Finds parameter key in query: *v and *vn are its raw value (*v NULL
+ * when it is absent). Returns 0, or EINVAL when it is given twice. */
+static int query_find(const char *query, const char *key, const char **v,
+		      size_t *vn)
+{
+	size_t kl = strlen(key), pl;
+	const char *p = query, *eq;
+
+	*v = NULL;
+	*vn = 0;
+	while (p && *p) {
+		pl = strcspn(p, "&");
+		eq = memchr(p, '=', pl);
+		if ((size_t)((eq ? eq : p + pl) - p) == kl &&
+		    memcmp(p, key, kl) == 0) {
+			if (*v)
+				return EINVAL;
+			*v = eq ? eq + 1 : p + pl;
+			*vn = (size_t)(p + pl - *v);
+		}
+		p += pl;
+		if (*p)
+			p++;
+	}
+	return 0;
+}
+
+/* Reads parameter key of query, decoded, into out (len bytes; "" when
+ * absent); *given says whether it is there. Returns 0 or EINVAL. */
+static int query_value(const char *query, const char *key, char *out,
+		       size_t len, int *given)
+{
+	const char *v;
+	size_t vn;
+
+	out[0] = '\0';
+	*given = 0;
+	if (query_find(query, key, &v, &vn))
+		return EINVAL;
+	if (!v)
+		return 0;
+	*given = 1;
+	return oci_query_unescape(v, vn, out, len) ? EINVAL : 0;
+}
+
+/* A page size: 1 to 7 digits, at most OCI_MAX_PAGE. */
+static int page_size(const char *s, long *n)
+{
+	size_t len = strlen(s), i;
+	long v = 0;
+
+	if (len == 0 || len > 7)
+		return EINVAL;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return EINVAL;
+		v = v * 10 + (s[i] - '0');
+	}
+	if (v > OCI_MAX_PAGE)
+		return EINVAL;
+	*n = v;
+	return 0;
+}
+
+int oci_tags_query(const char *query, long *n, char last[OCI_MAX_TAG + 1])
+{
+	char count[8];
+	int given, rc;
+
+	*n = -1;
+	rc = query_value(query, "n", count, sizeof(count), &given);
+	if (!rc && given)
+		rc = page_size(count, n);
+	if (!rc)
+		rc = query_value(query, "last", last, OCI_MAX_TAG + 1, &given);
+	if (!rc && given && !oci_tag_valid(last, strlen(last)))
+		rc = EINVAL;
+	if (rc) {
+		*n = -1;
+		last[0] = '\0';
+		return EINVAL;
+	}
+	return 0;
+}
+
+/* An RFC 6838 restricted-name: 1 to 127 bytes, a letter or digit first. */
+static size_t restricted_name(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || !alnum(s[0]))
+		return 0;
+	for (i = 1; i < n && i < 127; i++)
+		if (!alnum(s[i]) && (!s[i] || !strchr("!#$&^_.+-", s[i])))
+			break;
+	return i;
+}
+
+/* Whether s (n bytes) is a media type, type "/" subtype. */
+static int media_type_valid(const char *s, size_t n)
+{
+	size_t t = restricted_name(s, n), sub;
+
+	if (t == 0 || t == n || s[t] != '/')
+		return 0;
+	sub = n - t - 1;
+	return sub > 0 && restricted_name(s + t + 1, sub) == sub;
+}
+
+int oci_referrers_query(const char *query, char type[OCI_MAX_MEDIA_TYPE + 1])
+{
+	int given;
+
+	if (query_value(query, "artifactType", type, OCI_MAX_MEDIA_TYPE + 1,
+			&given) ||
+	    (given && !media_type_valid(type, strlen(type)))) {
+		type[0] = '\0';
+		return EINVAL;
+	}
 	return 0;
 }

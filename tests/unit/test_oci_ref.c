@@ -212,6 +212,235 @@ T(links)
 				"rel=\"next\"", q, sizeof(q)), EINVAL);
 }
 
+/* n and last of a tags/list query, or EINVAL. */
+static int tq(const char *query, long *n, char *last)
+{
+	return oci_tags_query(query, n, last);
+}
+
+T(tags_query)
+{
+	char last[OCI_MAX_TAG + 1], q[OCI_MAX_TAG + 16];
+	long n;
+
+	CHECK_INT(tq(NULL, &n, last), 0);
+	CHECK_INT(n, -1);
+	CHECK_STR(last, "");
+	CHECK_INT(tq("", &n, last), 0);
+	CHECK_INT(n, -1);
+	CHECK_STR(last, "");
+
+	CHECK_INT(tq("n=5", &n, last), 0);
+	CHECK_INT(n, 5);
+	CHECK_STR(last, "");
+	CHECK_INT(tq("n=0", &n, last), 0);
+	CHECK_INT(n, 0);
+	CHECK_INT(tq("n=1000000", &n, last), 0);
+	CHECK_INT(n, 1000000);
+	CHECK_INT(tq("n=0000007", &n, last), 0);
+	CHECK_INT(n, 7);
+	CHECK_INT(tq("n=%32", &n, last), 0);
+	CHECK_INT(n, 2);
+	CHECK_INT(tq("last=v1.2", &n, last), 0);
+	CHECK_INT(n, -1);
+	CHECK_STR(last, "v1.2");
+	CHECK_INT(tq("last=3%2E20%2dslim", &n, last), 0);
+	CHECK_STR(last, "3.20-slim");
+
+	/* any order, others ignored, names case and all */
+	CHECK_INT(tq("last=b&n=2", &n, last), 0);
+	CHECK_INT(n, 2);
+	CHECK_STR(last, "b");
+	CHECK_INT(tq("x=1&&n=3&last=_a&y&", &n, last), 0);
+	CHECK_INT(n, 3);
+	CHECK_STR(last, "_a");
+	CHECK_INT(tq("N=3&Last=a&nn=4&xn=5&n%3D6&lastx=%ZZ", &n, last), 0);
+	CHECK_INT(n, -1);
+	CHECK_STR(last, "");
+
+	/* bad n */
+	CHECK_INT(tq("n=", &n, last), EINVAL);
+	CHECK_INT(tq("n", &n, last), EINVAL);
+	CHECK_INT(tq("n=-1", &n, last), EINVAL);
+	CHECK_INT(tq("n=+1", &n, last), EINVAL);
+	CHECK_INT(tq("n=1e3", &n, last), EINVAL);
+	CHECK_INT(tq("n=0x10", &n, last), EINVAL);
+	CHECK_INT(tq("n= 1", &n, last), EINVAL);
+	CHECK_INT(tq("n=1000001", &n, last), EINVAL);
+	CHECK_INT(tq("n=9999999", &n, last), EINVAL);
+	CHECK_INT(tq("n=00000001", &n, last), EINVAL);
+	CHECK_INT(tq("n=99999999999999999999", &n, last), EINVAL);
+	CHECK_INT(tq("n=10&n=11", &n, last), EINVAL);
+	CHECK_INT(tq("n=10&n=10", &n, last), EINVAL);
+	CHECK_INT(tq("n=1;last=a", &n, last), EINVAL);
+
+	/* bad last; an error leaves nothing half read */
+	CHECK_INT(tq("n=2&last=", &n, last), EINVAL);
+	CHECK_INT(n, -1);
+	CHECK_STR(last, "");
+	CHECK_INT(tq("last", &n, last), EINVAL);
+	CHECK_INT(tq("n=2&last=%ZZ", &n, last), EINVAL);
+	CHECK_INT(n, -1);
+	CHECK_INT(tq("last=a%2", &n, last), EINVAL);
+	CHECK_INT(tq("last=a%", &n, last), EINVAL);
+	CHECK_INT(tq("last=a%00b", &n, last), EINVAL);
+	CHECK_INT(tq("last=a%2Fb", &n, last), EINVAL);
+	CHECK_INT(tq("last=a:b", &n, last), EINVAL);
+	CHECK_INT(tq("last=-a", &n, last), EINVAL);
+	CHECK_INT(tq("last=a+b", &n, last), EINVAL);
+	CHECK_INT(tq("last=a&last=b", &n, last), EINVAL);
+	CHECK_STR(last, "");
+
+	/* the longest tag, and one byte more */
+	strcpy(q, "last=");
+	memset(q + 5, 'v', OCI_MAX_TAG);
+	q[5 + OCI_MAX_TAG] = '\0';
+	CHECK_INT(tq(q, &n, last), 0);
+	CHECK_INT(strlen(last), OCI_MAX_TAG);
+	strcat(q, "v");
+	CHECK_INT(tq(q, &n, last), EINVAL);
+	CHECK_STR(last, "");
+}
+
+static int rq(const char *query, char *type)
+{
+	return oci_referrers_query(query, type);
+}
+
+T(referrers_query)
+{
+	char type[OCI_MAX_MEDIA_TYPE + 1], q[2 * OCI_MAX_MEDIA_TYPE];
+
+	CHECK_INT(rq(NULL, type), 0);
+	CHECK_STR(type, "");
+	CHECK_INT(rq("", type), 0);
+	CHECK_STR(type, "");
+	CHECK_INT(rq("n=2&artifacttype=x", type), 0);
+	CHECK_STR(type, "");
+
+	CHECK_INT(rq("artifactType=text%2Fplain", type), 0);
+	CHECK_STR(type, "text/plain");
+	CHECK_INT(rq("artifactType=text%2fplain", type), 0);
+	CHECK_STR(type, "text/plain");
+	CHECK_INT(rq("x=%ZZ&artifactType=application%2Fvnd.example%2Bjson",
+		     type), 0);
+	CHECK_STR(type, "application/vnd.example+json");
+	/* '+' raw is '+', not a space */
+	CHECK_INT(rq("artifactType=application/vnd.example+json&n=1", type),
+		  0);
+	CHECK_STR(type, "application/vnd.example+json");
+	CHECK_INT(rq("artifactType=a1%21%23%24%26%5E_.%2B-%2Fb", type), 0);
+	CHECK_STR(type, "a1!#$&^_.+-/b");
+
+	CHECK_INT(rq("artifactType=", type), EINVAL);
+	CHECK_STR(type, "");
+	CHECK_INT(rq("artifactType", type), EINVAL);
+	CHECK_INT(rq("artifactType=text", type), EINVAL);
+	CHECK_INT(rq("artifactType=a/b/c", type), EINVAL);
+	CHECK_INT(rq("artifactType=a%2Fb%2Fc", type), EINVAL);
+	CHECK_INT(rq("artifactType=/x", type), EINVAL);
+	CHECK_INT(rq("artifactType=x/", type), EINVAL);
+	CHECK_INT(rq("artifactType=/", type), EINVAL);
+	CHECK_INT(rq("artifactType=.a/b", type), EINVAL);
+	CHECK_INT(rq("artifactType=a/+b", type), EINVAL);
+	CHECK_INT(rq("artifactType=a%20b/c", type), EINVAL);
+	CHECK_INT(rq("artifactType=a/b;q=1", type), EINVAL);
+	CHECK_INT(rq("artifactType=a/b%C3%A9", type), EINVAL);
+	CHECK_INT(rq("artifactType=text%00/plain", type), EINVAL);
+	CHECK_INT(rq("artifactType=text%2/plain", type), EINVAL);
+	CHECK_INT(rq("artifactType=text/plain%", type), EINVAL);
+	CHECK_INT(rq("artifactType=text%ZZplain", type), EINVAL);
+	CHECK_INT(rq("artifactType=text/plain&artifactType=text/plain",
+		     type), EINVAL);
+	CHECK_STR(type, "");
+
+	/* 127 bytes a part, and one more */
+	strcpy(q, "artifactType=");
+	memset(q + 13, 'a', 127);
+	q[13 + 127] = '/';
+	memset(q + 13 + 128, 'b', 127);
+	q[13 + 255] = '\0';
+	CHECK_INT(rq(q, type), 0);
+	CHECK_INT(strlen(type), OCI_MAX_MEDIA_TYPE);
+	strcat(q, "b");
+	CHECK_INT(rq(q, type), EINVAL);
+	memmove(q + 14, q + 13, strlen(q + 13) + 1); /* 128 'a' */
+	q[13 + 128 + 128] = '\0';
+	CHECK_INT(rq(q, type), EINVAL);
+}
+
+T(query_escape)
+{
+	char out[3 * 256 + 1], back[256], all[256], q[3 * 256 + 16];
+	char type[OCI_MAX_MEDIA_TYPE + 1];
+	size_t i;
+
+	CHECK_INT(oci_query_escape("", out, sizeof(out)), 0);
+	CHECK_STR(out, "");
+	CHECK_INT(oci_query_escape("aZ09-._~", out, sizeof(out)), 8);
+	CHECK_STR(out, "aZ09-._~");
+	CHECK_INT(oci_query_escape("application/vnd.example+json", out,
+				   sizeof(out)), 32);
+	CHECK_STR(out, "application%2Fvnd.example%2Bjson");
+	CHECK_INT(oci_query_escape("a b&c=%\xff", out, sizeof(out)), 18);
+	CHECK_STR(out, "a%20b%26c%3D%25%FF");
+
+	/* like snprintf: the length needed, never half an escape */
+	CHECK_INT(oci_query_escape("a/b", NULL, 0), 5);
+	CHECK_INT(oci_query_escape("a/b", out, 1), 5);
+	CHECK_STR(out, "");
+	CHECK_INT(oci_query_escape("a/b", out, 3), 5);
+	CHECK_STR(out, "a");
+	CHECK_INT(oci_query_escape("a/b", out, 5), 5);
+	CHECK_STR(out, "a%2F");
+	CHECK_INT(oci_query_escape("a/b", out, 6), 5);
+	CHECK_STR(out, "a%2Fb");
+
+	/* every byte there and back */
+	for (i = 0; i < 255; i++)
+		all[i] = (char)(i + 1);
+	all[255] = '\0';
+	CHECK_INT(oci_query_escape(all, out, sizeof(out)), 66 + 3 * 189);
+	CHECK_INT(oci_query_unescape(out, strlen(out), back, sizeof(back)),
+		  0);
+	CHECK(memcmp(back, all, 256) == 0);
+
+	/* and a media type through the referrers query */
+	strcpy(q, "artifactType=");
+	oci_query_escape("application/vnd.cncf.helm.config.v1+json", q + 13,
+			 sizeof(q) - 13);
+	CHECK_INT(oci_referrers_query(q, type), 0);
+	CHECK_STR(type, "application/vnd.cncf.helm.config.v1+json");
+}
+
+T(query_unescape)
+{
+	char out[8];
+
+	CHECK_INT(oci_query_unescape("", 0, out, sizeof(out)), 0);
+	CHECK_STR(out, "");
+	CHECK_INT(oci_query_unescape("a%2fb+c", 7, out, sizeof(out)), 0);
+	CHECK_STR(out, "a/b+c");
+	CHECK_INT(oci_query_unescape("%41%4a%4A", 9, out, sizeof(out)), 0);
+	CHECK_STR(out, "AJJ");
+	CHECK_INT(oci_query_unescape("abc&def", 3, out, sizeof(out)), 0);
+	CHECK_STR(out, "abc");
+	CHECK_INT(oci_query_unescape("1234567", 7, out, sizeof(out)), 0);
+	CHECK_INT(oci_query_unescape("12345678", 8, out, sizeof(out)),
+		  ENAMETOOLONG);
+	CHECK_STR(out, "");
+	CHECK_INT(oci_query_unescape("", 0, out, 0), ENAMETOOLONG);
+	CHECK_INT(oci_query_unescape("%", 1, out, sizeof(out)), EINVAL);
+	CHECK_INT(oci_query_unescape("%4", 2, out, sizeof(out)), EINVAL);
+	/* the escape may not run past n */
+	CHECK_INT(oci_query_unescape("%41", 2, out, sizeof(out)), EINVAL);
+	CHECK_INT(oci_query_unescape("%G1", 3, out, sizeof(out)), EINVAL);
+	CHECK_INT(oci_query_unescape("%-1", 3, out, sizeof(out)), EINVAL);
+	CHECK_INT(oci_query_unescape("a%00", 4, out, sizeof(out)), EINVAL);
+	CHECK_STR(out, "");
+	CHECK_INT(oci_query_unescape("a\0b", 3, out, sizeof(out)), EINVAL);
+}
+
 int main(void)
 {
 	RUN(names);
@@ -221,5 +450,9 @@ int main(void)
 	RUN(route_errors);
 	RUN(error_bodies);
 	RUN(links);
+	RUN(tags_query);
+	RUN(referrers_query);
+	RUN(query_escape);
+	RUN(query_unescape);
 	return t_done();
 }
