@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -228,85 +227,6 @@ static void manifest(struct worker *w, struct req *r, struct oci_ctx *x)
 	buf_free(&accept);
 }
 
-/* Appends "?key=value" or "&key=value" for a query parameter of r that
- * passes ok(), to out. Returns 0, or EINVAL for a value that fails. */
-static int query_param(const char *query, const char *key,
-                       int (*ok)(const char *s, size_t n), char *out,
-                       size_t len)
-{
-	size_t kl = strlen(key), used = strlen(out), n;
-	const char *p = query;
-
-	while (p && *p) {
-		if (!strncmp(p, key, kl) && p[kl] == '=') {
-			p += kl + 1;
-			n = strcspn(p, "&");
-			if (!ok(p, n))
-				return EINVAL;
-			if (used + kl + n + 3 >= len)
-				return EINVAL;
-			snprintf(out + used, len - used, "%s%s=%.*s",
-			         used ? "&" : "", key, (int)n, p);
-			return 0;
-		}
-		p = strchr(p, '&');
-		if (p)
-			p++;
-	}
-	return 0;
-}
-
-static int count_ok(const char *s, size_t n)
-{
-	if (n == 0 || n > 6)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (s[i] < '0' || s[i] > '9')
-			return 0;
-	return 1;
-}
-
-static int query_ok(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		            "0123456789.+-_/%", s[i]) ||
-		    !s[i])
-			return 0;
-	return n > 0;
-}
-
-static int media_ok(const char *s, size_t n)
-{
-	if (n == 0 || n > 127)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!strchr(
-		        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		        "0123456789.+-_/",
-		        s[i]) ||
-		    !s[i])
-			return 0;
-	return 1;
-}
-
-/* Reads query parameter key into out ("" when absent). Returns 0, or
- * EINVAL when its value fails ok() or does not fit. */
-static int param(const char *query, const char *key,
-                 int (*ok)(const char *s, size_t n), char *out, size_t len)
-{
-	char kv[400] = "";
-
-	out[0] = '\0';
-	if (query_param(query, key, ok, kv, sizeof(kv)))
-		return EINVAL;
-	if (*kv && strlen(kv) - strlen(key) - 1 >= len)
-		return EINVAL;
-	if (*kv)
-		snprintf(out, len, "%s", kv + strlen(key) + 1);
-	return 0;
-}
-
 /* Answers a page of the stored tag list row: the n tags after last, with
  * a Link to the next page when more follow. */
 static void tags_page(struct worker *w, struct req *r, struct oci_ctx *x,
@@ -340,13 +260,13 @@ static void tags_page(struct worker *w, struct req *r, struct oci_ctx *x,
 
 static void tags(struct worker *w, struct req *r, struct oci_ctx *x)
 {
-	char count[16], last[OCI_MAX_TAG + 1], err[1024] = "";
+	char last[OCI_MAX_TAG + 1], err[1024] = "";
 	struct db_oci_ref row;
 	struct oci_ref_want q;
+	long n;
 	int rc;
 
-	if (param(r->query, "n", count_ok, count, sizeof(count)) ||
-	    param(r->query, "last", oci_tag_valid, last, sizeof(last))) {
+	if (oci_tags_query(r->query, &n, last)) {
 		fail(r, 400, "PAGINATION_NUMBER_INVALID",
 		     "n must be a number and last a tag");
 		return;
@@ -369,43 +289,17 @@ static void tags(struct worker *w, struct req *r, struct oci_ctx *x)
 		fail_rc(r, rc, "NAME_UNKNOWN", err);
 		return;
 	}
-	if (*count || *last)
-		tags_page(w, r, x, &row, last, *count ? atol(count) : -1);
+	if (n >= 0 || *last)
+		tags_page(w, r, x, &row, last, n);
 	else
 		send_row(w, r, &row, 0, 0);
 }
 
-/* Reads the artifactType filter of a referrers query into out, percent-
- * decoded (Go clients encode '/' and '+'). Returns 0 ("" when absent), or
- * EINVAL for a value that is no media type. */
-static int artifact_type(const char *query, char *out, size_t len)
-{
-	char raw[300] = "";
-	size_t n = 0;
-	const char *v;
-
-	out[0] = '\0';
-	if (query_param(query, "artifactType", query_ok, raw, sizeof(raw)))
-		return EINVAL;
-	if (!*raw)
-		return 0;
-	for (v = raw + strlen("artifactType="); *v && n + 1 < len; v++) {
-		unsigned hi, lo;
-
-		if (*v == '%' && sscanf(v + 1, "%1x%1x", &hi, &lo) == 2) {
-			out[n++] = (char)(hi << 4 | lo);
-			v += 2;
-		} else {
-			out[n++] = *v;
-		}
-	}
-	out[n] = '\0';
-	return *v || !media_ok(out, n) ? EINVAL : 0;
-}
-
 static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
 {
-	char type[160], ref[480], what[480], tag[96], err[1024] = "";
+	char type[OCI_MAX_MEDIA_TYPE + 1], esc[3 * OCI_MAX_MEDIA_TYPE + 1];
+	char ref[OCI_MAX_DIGEST + OCI_MAX_MEDIA_TYPE + 16];
+	char what[sizeof(esc) + OCI_MAX_DIGEST + 32], tag[96], err[1024] = "";
 	struct db_oci_ref row;
 	struct oci_ref_want q;
 	int rc;
@@ -414,19 +308,16 @@ static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
 		fail(r, 400, "UNSUPPORTED", "only sha256 digests are cached");
 		return;
 	}
-	if (artifact_type(r->query, type, sizeof(type))) {
+	if (oci_referrers_query(r->query, type)) {
 		fail(r, 400, "UNSUPPORTED",
 		     "artifactType must be a media type");
 		return;
 	}
 	memset(&q, 0, sizeof(q));
 	snprintf(ref, sizeof(ref), "/referrers/%s?%s", x->rt.ref, type);
-	/* '+' and '/' encoded again, for the upstream's query */
-	snprintf(what, sizeof(what), "referrers/%s%s", x->rt.ref,
-	         *type ? "?artifactType=" : "");
-	for (const char *c = type; *c; c++)
-		snprintf(what + strlen(what), sizeof(what) - strlen(what),
-		         *c == '+' ? "%%2B" : *c == '/' ? "%%2F" : "%c", *c);
+	oci_query_escape(type, esc, sizeof(esc));
+	snprintf(what, sizeof(what), "referrers/%s%s%s", x->rt.ref,
+	         *type ? "?artifactType=" : "", esc);
 	q.ref = ref;
 	q.expect = "";
 	q.accept = OCI_INDEX_TYPE;
