@@ -125,22 +125,36 @@ static void send_row(struct worker *w, struct req *r,
 		fail(r, 500, "UNKNOWN", "the stored body is missing");
 }
 
-/* The fetch of manifest ref (a tag, or a digest checked with
- * oci_digest_check) into q. */
-static int manifest_want(struct oci_ctx *x, const char *ref, int by_digest,
-                         const char *accept, struct oci_ref_want *q)
+/* Looks up manifest ref (a tag, or a sha256 digest) into row, asking the
+ * upstream with accept on a miss. Returns 0, or -1 when it answered r
+ * with the error. */
+static int get_manifest(struct worker *w, struct req *r, struct oci_ctx *x,
+                        const char *ref, int by_digest, const char *accept,
+                        struct db_oci_ref *row)
 {
-	char what[OCI_MAX_DIGEST + 16];
+	char what[OCI_MAX_DIGEST + 16], err[1024] = "";
+	struct oci_ref_want q;
+	int rc;
 
-	memset(q, 0, sizeof(*q));
-	q->ref = ref;
+	memset(&q, 0, sizeof(q));
+	q.ref = ref;
+	q.accept = accept;
+	q.immutable = by_digest;
+	q.head_check = !by_digest;
+	q.manifest = 1;
+	q.expect = by_digest ? ref + 7 : "";
 	snprintf(what, sizeof(what), "manifests/%s", ref);
-	q->accept = accept;
-	q->immutable = by_digest;
-	q->head_check = !by_digest;
-	q->manifest = 1;
-	q->expect = by_digest && !strncmp(ref, "sha256:", 7) ? ref + 7 : "";
-	return oci_up_url(&x->up, what, q->url, sizeof(q->url));
+	if (oci_up_url(&x->up, what, q.url, sizeof(q.url))) {
+		fail(r, 400, "NAME_INVALID", "name too long");
+		return -1;
+	}
+	rc = oci_ref_get(w, x->reg, &x->up, &q, row, &r->cache, err,
+	                 sizeof(err));
+	if (rc) {
+		fail_rc(r, rc, "MANIFEST_UNKNOWN", err);
+		return -1;
+	}
+	return 0;
 }
 
 /* Answers a manifest request of a client that accepts client (its
@@ -151,7 +165,6 @@ static void manifest_for(struct worker *w, struct req *r, struct oci_ctx *x,
 	char accept[2048], err[1024] = "", child[OCI_MAX_DIGEST + 1];
 	struct db_oci_ref row;
 	struct oci_manifest m;
-	struct oci_ref_want q;
 	enum oci_media media;
 	struct buf body;
 	int rc, i;
@@ -162,16 +175,8 @@ static void manifest_for(struct worker *w, struct req *r, struct oci_ctx *x,
 	}
 	snprintf(accept, sizeof(accept), "%s%s%.1024s", manifest_accept,
 	         *client ? ", " : "", client);
-	if (manifest_want(x, x->rt.ref, x->rt.by_digest, accept, &q)) {
-		fail(r, 400, "NAME_INVALID", "name too long");
+	if (get_manifest(w, r, x, x->rt.ref, x->rt.by_digest, accept, &row))
 		return;
-	}
-	rc = oci_ref_get(w, x->reg, &x->up, &q, &row, &r->cache, err,
-	                 sizeof(err));
-	if (rc) {
-		fail_rc(r, rc, "MANIFEST_UNKNOWN", err);
-		return;
-	}
 	/* a digest names these bytes and no others; a tag may stand for
 	 * the child a client can take */
 	media = oci_media_of(row.media_type);
@@ -202,17 +207,8 @@ static void manifest_for(struct worker *w, struct req *r, struct oci_ctx *x,
 		     "does not accept an index");
 		return;
 	}
-	if (manifest_want(x, child, 1, accept, &q)) {
-		fail(r, 400, "NAME_INVALID", "name too long");
-		return;
-	}
-	rc = oci_ref_get(w, x->reg, &x->up, &q, &row, &r->cache, err,
-	                 sizeof(err));
-	if (rc) {
-		fail_rc(r, rc, "MANIFEST_UNKNOWN", err);
-		return;
-	}
-	send_row(w, r, &row, 0, 1);
+	if (!get_manifest(w, r, x, child, 1, accept, &row))
+		send_row(w, r, &row, 0, 1);
 }
 
 static void manifest(struct worker *w, struct req *r, struct oci_ctx *x)
