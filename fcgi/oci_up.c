@@ -2,25 +2,47 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/file.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/url.h"
 #include "fcgi/oci_up.h"
+#include "storage/flight.h"
 
-/* The scope under which a registry's challenge is remembered: "-" when it
- * wants no token, else the WWW-Authenticate value. */
+/* What a registry wants is remembered per registry in oci_tokens, beside
+ * its tokens, in a row of its own under the scope CHALLENGE_SCOPE (no
+ * token's scope is empty), for CHALLENGE_TTL: the row's value is the
+ * WWW-Authenticate challenge of its last 401, or NO_AUTH when it answered
+ * without asking for any credentials. */
 #define CHALLENGE_SCOPE ""
 #define CHALLENGE_TTL   3600 /* seconds */
 #define NO_AUTH         "-"
 #define TOKEN_MAX_BODY  (64 * 1024)
+/* Claims on a token tried before giving up: the second is for a worker
+ * whose owner finished (or died) without storing one. */
+#define TOKEN_ROUNDS 2
+#define BEARER       "Bearer "
+/* Room for "Basic " and base64(user:password), and what the Basic value
+ * may be (u->auth holds it when a registry takes Basic as it is). */
+#define BASIC_MAX    2100
+#define PASSWORD_MAX 1024
+
+/* u->auth holds "Bearer " and any token a struct oci_token or the token
+ * buffers below (OCI_AUTH_MAX_TOKEN bytes with the NUL) can hold, or a
+ * Basic value, whole: nothing is cut short. */
+_Static_assert(sizeof(BEARER) - 1 + OCI_AUTH_MAX_TOKEN <= OCI_UP_AUTH_MAX,
+               "u->auth too small for a token");
+_Static_assert(BASIC_MAX <= OCI_UP_AUTH_MAX, "u->auth too small for Basic");
+_Static_assert(sizeof(((struct oci_up *)0)->auth) == OCI_UP_AUTH_MAX,
+               "u->auth is OCI_UP_AUTH_MAX bytes");
 
 static int docker_hub(const char *upstream)
 {
@@ -32,11 +54,49 @@ static int docker_hub(const char *upstream)
 	       !strcmp(host, "docker.io") || !strcmp(host, "index.docker.io");
 }
 
+static int plain_http(const char *url)
+{
+	return strncasecmp(url, "http://", 7) == 0;
+}
+
+/* Sets u->auth to "Bearer token" (token shorter than OCI_AUTH_MAX_TOKEN,
+ * as every token buffer here is: it fits, see above). */
+static void set_bearer(struct oci_up *u, const char *token)
+{
+	snprintf(u->auth, sizeof(u->auth), BEARER "%s", token);
+}
+
+/* Writes the token u carries to out (OCI_AUTH_MAX_TOKEN bytes), "" when it
+ * carries none (or Basic credentials). */
+static void held_token(const struct oci_up *u, char *out)
+{
+	const size_t n = sizeof(BEARER) - 1;
+
+	snprintf(out, OCI_AUTH_MAX_TOKEN, "%s",
+	         strncmp(u->auth, BEARER, n) ? "" : u->auth + n);
+}
+
+/* Sets u->auth from the token the database holds for u's scope when it
+ * has not expired and is not failed (the one the registry refused; ""
+ * none). Returns 1 when it did, else 0. */
+static int stored_token(struct worker *w, struct oci_up *u, const char *failed)
+{
+	char token[OCI_AUTH_MAX_TOKEN];
+	long long until;
+	int ok;
+
+	ok = db_oci_token_get(w->db, u->reg->name, u->scope, token,
+	                      sizeof(token), &until) == 0 &&
+	     until > time(NULL) && *token && strcmp(token, failed) != 0;
+	if (ok)
+		set_bearer(u, token);
+	OPENSSL_cleanse(token, sizeof(token));
+	return ok;
+}
+
 int oci_up_open(struct worker *w, int ri, const char *name, struct oci_up *u)
 {
 	const struct conf_registry *reg = &w->conf->registry[ri];
-	char token[OCI_AUTH_MAX_TOKEN];
-	long long until;
 	int library;
 	size_t n;
 
@@ -56,10 +116,7 @@ int oci_up_open(struct worker *w, int ri, const char *name, struct oci_up *u)
 	u->o.trusted = reg->trusted_hosts;
 	u->o.max_body = OCI_UP_MAX_MANIFEST;
 	u->o.auth = u->auth;
-	if (db_oci_token_get(w->db, reg->name, u->scope, token, sizeof(token),
-	                     &until) == 0 &&
-	    until > time(NULL))
-		snprintf(u->auth, sizeof(u->auth), "Bearer %s", token);
+	stored_token(w, u, "");
 	return 0;
 }
 
@@ -71,143 +128,325 @@ int oci_up_url(const struct oci_up *u, const char *what, char *out, size_t len)
 	return n < len ? 0 : ENAMETOOLONG;
 }
 
-/* Appends s to out, percent-encoded for a query. */
-static void query_escape(struct buf *out, const char *s)
+/* Appends s to out, percent-encoded for a query. Returns as buf_add(). */
+static int query_escape(struct buf *out, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
+	int rc = 0;
 
-	for (; *s; s++) {
+	for (; *s && !rc; s++) {
 		unsigned char ch = (unsigned char)*s;
 
 		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
 		    (ch >= '0' && ch <= '9') || strchr("-._~", ch))
-			buf_add(out, s, 1);
+			rc = buf_add(out, s, 1);
 		else
-			buf_addf(out, "%%%c%c", hex[ch >> 4], hex[ch & 15]);
+			rc =
+			    buf_addf(out, "%%%c%c", hex[ch >> 4], hex[ch & 15]);
 	}
+	return rc;
+}
+
+/* Reads the first line (without its \n or \r\n) of the password file path
+ * into pw, len bytes. Returns 0, or EINVAL with a reason in err: the file
+ * cannot be read, its first line is empty, longer than len - 1 bytes, or
+ * holds a NUL byte. pw is wiped on failure; on success it is the caller's
+ * to wipe. */
+static int read_password(const char *path, char *pw, size_t len, char *err,
+                         size_t errlen)
+{
+	size_t got = 0, line;
+	ssize_t n;
+	int fd, rc = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = errno;
+		snprintf(err, errlen, "password_file %s: %s (%d)", path,
+		         strerror(rc), rc);
+		return EINVAL;
+	}
+	while (got < len) {
+		n = read(fd, pw + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = errno;
+			snprintf(err, errlen, "password_file %s: %s (%d)", path,
+			         strerror(rc), rc);
+			break;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	if (rc)
+		goto fail;
+	for (line = 0; line < got && pw[line] != '\n' && pw[line] != '\r';
+	     line++)
+		;
+	if (line == len) {
+		snprintf(err, errlen,
+		         "password_file %s: its first line is longer than %zu "
+		         "bytes",
+		         path, len - 1);
+		goto fail;
+	}
+	if (line == 0) {
+		snprintf(err, errlen, "password_file %s is empty", path);
+		goto fail;
+	}
+	if (memchr(pw, '\0', line)) {
+		snprintf(err, errlen, "password_file %s: a NUL byte in it",
+		         path);
+		goto fail;
+	}
+	pw[line] = '\0';
+	return 0;
+fail:
+	OPENSSL_cleanse(pw, len);
+	return EINVAL;
 }
 
 /* Writes "Basic base64(user:password)" for the registry's credentials to
- * out; "" when it has none. Returns 0, or an errno with a reason. */
+ * out (len bytes, the caller's to wipe); "" when it has none. Returns 0,
+ * or EINVAL with a reason (the password file is unusable, or the pair is
+ * too long). */
 static int basic_auth(const struct conf_registry *reg, char *out, size_t len,
                       char *err, size_t errlen)
 {
-	char pw[1024], pair[1400];
-	unsigned char b64[2000];
-	ssize_t n;
-	int fd, k;
+	char pw[PASSWORD_MAX], pair[PASSWORD_MAX + 376];
+	unsigned char b64[4 * ((sizeof(pair) + 2) / 3) + 1];
+	int k, rc;
 
 	out[0] = '\0';
 	if (!reg->username || !*reg->username || !reg->password_file ||
 	    !*reg->password_file)
 		return 0;
-	fd = open(reg->password_file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", reg->password_file,
-		         strerror(errno));
-		return EACCES;
-	}
-	n = read(fd, pw, sizeof(pw) - 1);
-	close(fd);
-	if (n < 0) {
-		snprintf(err, errlen, "%s: %s", reg->password_file,
-		         strerror(errno));
-		return EACCES;
-	}
-	pw[n] = '\0';
-	pw[strcspn(pw, "\r\n")] = '\0';
+	rc = read_password(reg->password_file, pw, sizeof(pw), err, errlen);
+	if (rc)
+		return rc;
 	k = snprintf(pair, sizeof(pair), "%s:%s", reg->username, pw);
 	if (k < 0 || (size_t)k >= sizeof(pair) ||
-	    4 * ((size_t)k + 2) / 3 + 8 >= len) {
-		snprintf(err, errlen, "%s: credentials too long",
-		         reg->password_file);
-		return ENAMETOOLONG;
+	    6 + 4 * (((size_t)k + 2) / 3) + 1 > len) {
+		snprintf(err, errlen, "%s: username and password too long",
+		         reg->name);
+		rc = EINVAL;
+		goto done;
 	}
 	EVP_EncodeBlock(b64, (const unsigned char *)pair, k);
 	snprintf(out, len, "Basic %s", b64);
-	return 0;
+done:
+	OPENSSL_cleanse(pw, sizeof(pw));
+	OPENSSL_cleanse(pair, sizeof(pair));
+	OPENSSL_cleanse(b64, sizeof(b64));
+	return rc;
 }
 
-/* Asks the challenge's realm for a token for u's scope, under the lock
- * every worker takes for that, unless another worker has just stored one
- * other than the refused one (failed, "" none). Returns 0 with u->auth
- * set, or an errno with a reason. */
+/* The single-flight key of the token for (registry, scope):
+ * "token:REGISTRY:SCOPE", or "token:" and the sha256 of both when that is
+ * too long for a key. Returns 0 or ENOMEM. */
+static int token_key(const char *registry, const char *scope,
+                     char key[FLIGHT_KEY_MAX + 1])
+{
+	struct sha256 h;
+	char hex[65];
+
+	if (flight_key(key, "token:%s:%s", registry, scope) == 0)
+		return 0;
+	if (sha256_init(&h))
+		return ENOMEM;
+	sha256_update(&h, registry, strlen(registry) + 1); /* with its NUL */
+	sha256_update(&h, scope, strlen(scope));
+	sha256_final(&h, hex);
+	return flight_key(key, "token:%s", hex) ? ENOMEM : 0;
+}
+
+/* Owner of the claim: GETs a token for u's scope from the challenge's
+ * realm with options o, stores it for every worker and sets u->auth.
+ * Returns 0, EACCES when the token service refused (401, 403), or another
+ * errno with a reason in err: what fetch_page() returns (ETIMEDOUT,
+ * ECONNREFUSED, EREMOTEIO...), EREMOTEIO for another 5xx, EPROTO for
+ * another status or an answer that holds no token. Logs no secret. */
+static int fetch_token(struct worker *w, struct oci_up *u,
+                       const struct oci_challenge *ch,
+                       const struct fetch_opts *o, char *err, size_t errlen)
+{
+	char why[512] = "";
+	struct fetch_page r;
+	struct oci_token t;
+	struct buf url;
+	long long now = time(NULL);
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	buf_init(&url, 8192);
+	rc = buf_addf(&url, "%s%cservice=", ch->realm,
+	              strchr(ch->realm, '?') ? '&' : '?');
+	if (!rc)
+		rc = query_escape(&url, ch->service);
+	if (!rc)
+		rc = buf_adds(&url, "&scope=");
+	if (!rc)
+		rc = query_escape(&url, u->scope);
+	if (rc) {
+		snprintf(err, errlen, "%s: token URL for %s: %s", u->reg->name,
+		         u->scope, strerror(rc));
+		buf_free(&url);
+		return rc;
+	}
+	rc = fetch_page(o, buf_str(&url), "application/json", NULL, NULL, &r,
+	                why, sizeof(why));
+	if (rc) {
+		snprintf(err, errlen, "token service of %s: %s", u->reg->name,
+		         why);
+	} else if (r.status == 401 || r.status == 403) {
+		snprintf(err, errlen,
+		         "token service %.300s refused %s for %s (%ld)",
+		         ch->realm, u->scope, u->reg->name, r.status);
+		rc = EACCES;
+	} else if (r.status != 200) {
+		snprintf(err, errlen, "token service %.300s answered %ld",
+		         ch->realm, r.status);
+		rc = r.status >= 500 || r.status == 429 ? EREMOTEIO : EPROTO;
+	} else if (oci_token_parse(r.body.data ? r.body.data : "", r.body.len,
+	                           &t, why, sizeof(why))) {
+		snprintf(err, errlen, "token service %.300s: %s", ch->realm,
+		         why);
+		rc = EPROTO;
+	} else {
+		long margin = t.expires_in > 20 ? 10 : t.expires_in / 2;
+
+		db_oci_token_put(w->db, u->reg->name, u->scope, t.token,
+		                 now + t.expires_in - margin);
+		set_bearer(u, t.token);
+		log_info("%s: token for %s, %ld s", u->reg->name, u->scope,
+		         t.expires_in);
+		OPENSSL_cleanse(t.token, sizeof(t.token));
+	}
+	buf_free(&r.body);
+	buf_free(&url);
+	return rc;
+}
+
+/* Answers challenge for u's scope: Basic credentials as they are, or a
+ * token, the database's when it holds one other than failed (the one the
+ * registry refused; "" none), else fetched by whichever worker claims
+ * (registry, scope) first while the others wait for it. Returns 0 with
+ * u->auth set, EACCES when refused (the token service refused, the
+ * registry asks for credentials none are configured for, or they would go
+ * to a plain http realm), or another errno with a reason in err: the
+ * token service failed (see fetch_token), the password file is unusable
+ * (EINVAL), the challenge cannot be read (EPROTO), the worker fetching the
+ * token is still at it after a healthy fetch's time (ETIMEDOUT). */
 static int login(struct worker *w, struct oci_up *u, const char *challenge,
                  const char *failed, char *err, size_t errlen)
 {
 	const struct conf_registry *reg = u->reg;
-	char lock[PATH_MAX], basic[2100];
-	char token[OCI_AUTH_MAX_TOKEN];
+	char basic[BASIC_MAX], key[FLIGHT_KEY_MAX + 1];
 	struct oci_challenge ch;
 	struct fetch_opts o;
-	struct fetch_page r;
-	struct oci_token t;
-	struct buf url;
-	long long until, now;
-	int fd, rc;
+	struct flight f;
+	int rc, owner, over;
 
 	rc = basic_auth(reg, basic, sizeof(basic), err, errlen);
 	if (rc)
 		return rc;
 	rc = oci_challenge_parse(challenge, &ch);
 	if (rc == ENOENT && *basic) {
-		/* a registry that takes Basic credentials as they are */
+		/* a registry that takes Basic credentials as they are:
+		 * they go to the upstream itself, over the scheme it is
+		 * configured with */
 		snprintf(u->auth, sizeof(u->auth), "%s", basic);
-		return 0;
+		rc = 0;
+		goto out;
+	}
+	if (rc == ENOENT) {
+		snprintf(err, errlen,
+		         "%s: the registry asks for credentials (%.200s) and "
+		         "none are configured",
+		         reg->name, challenge);
+		rc = EACCES;
+		goto out;
 	}
 	if (rc) {
-		snprintf(err, errlen, "%s: cannot answer the challenge %.200s",
+		snprintf(err, errlen, "%s: cannot read the challenge %.200s",
 		         reg->name, challenge);
-		return EACCES;
+		rc = EPROTO;
+		goto out;
 	}
-	snprintf(lock, sizeof(lock), "%s/oci-token.lock", w->conf->data_dir);
-	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
-		rc = errno;
-		snprintf(err, errlen, "%s: %s", lock, strerror(rc));
-		if (fd >= 0)
-			close(fd);
-		return rc;
+	if (*basic && plain_http(ch.realm) && !plain_http(reg->upstream)) {
+		snprintf(
+		    err, errlen,
+		    "%s: refusing to send credentials to http realm %.300s "
+		    "(the upstream is https)",
+		    reg->name, ch.realm);
+		rc = EACCES;
+		goto out;
 	}
-	now = time(NULL);
-	if (db_oci_token_get(w->db, reg->name, u->scope, token, sizeof(token),
-	                     &until) == 0 &&
-	    until > now && strcmp(token, failed) != 0) {
-		snprintf(u->auth, sizeof(u->auth), "Bearer %s", token);
-		close(fd);
-		return 0;
+	rc = token_key(reg->name, u->scope, key);
+	if (rc) {
+		snprintf(err, errlen, "%s: token key for %s: %s", reg->name,
+		         u->scope, strerror(rc));
+		goto out;
 	}
-	buf_init(&url, 8192);
-	buf_addf(&url, "%s%cservice=", ch.realm,
-	         strchr(ch.realm, '?') ? '&' : '?');
-	query_escape(&url, ch.service);
-	buf_addf(&url, "&scope=");
-	query_escape(&url, u->scope);
-	worker_fetch_opts(w->conf, -1, &o);
+	/* u's timeouts and retries: a caller with a stale copy to fall back
+	 * on, which fetches without retries, does not wait out the token
+	 * service's backoff either, nor a longer wait for another worker */
+	o = u->o;
 	o.trust_base = ch.realm;
+	o.trusted = NULL; /* redirects to the realm's own host only */
 	o.max_body = TOKEN_MAX_BODY;
 	o.auth = *basic ? basic : NULL;
-	rc = fetch_page(&o, buf_str(&url), "application/json", NULL, NULL, &r,
-	                err, errlen);
-	if (!rc && r.status != 200) {
-		snprintf(err, errlen, "%s: token service answered %ld",
-		         ch.realm, r.status);
-		rc = r.status == 401 || r.status == 403 ? EACCES : EPROTO;
+	for (int round = 0; round < TOKEN_ROUNDS; round++) {
+		if (stored_token(w, u, failed)) {
+			rc = 0;
+			goto out;
+		}
+		rc =
+		    flight_claim(w->db, w->conf->data_dir, key, -1, &owner, &f);
+		if (rc) {
+			snprintf(err, errlen, "%s: cannot claim: %s", key,
+			         strerror(rc));
+			goto out;
+		}
+		if (owner) {
+			/* another worker may have stored one just before */
+			if (stored_token(w, u, failed)) {
+				rc = 0;
+			} else {
+				worker_shed(w);
+				rc = fetch_token(w, u, &ch, &o, err, errlen);
+			}
+			flight_drop(w->db, &f);
+			goto out;
+		}
+		worker_shed(w);
+		over = flight_wait(w->db, &f, fetch_max_silence(&o) * 1000);
+		if (stored_token(w, u, failed)) {
+			rc = 0;
+			goto out;
+		}
+		if (!over) {
+			/* longer than a healthy fetch takes: no use waiting
+			 * again */
+			snprintf(err, errlen,
+			         "%s: the token for %s is still being fetched",
+			         reg->name, u->scope);
+			rc = ETIMEDOUT;
+			goto out;
+		}
+		/* its owner got none (its fetch failed, or it died):
+		 * claim again */
 	}
-	if (!rc && oci_token_parse(r.body.data, r.body.len, &t, err, errlen))
-		rc = EPROTO;
-	if (!rc) {
-		long margin = t.expires_in > 20 ? 10 : t.expires_in / 2;
-
-		db_oci_token_put(w->db, reg->name, u->scope, t.token,
-		                 now + t.expires_in - margin);
-		snprintf(u->auth, sizeof(u->auth), "Bearer %s", t.token);
-		log_info("%s: token for %s, %ld s", reg->name, u->scope,
-		         t.expires_in);
-	}
-	buf_free(&r.body);
-	buf_free(&url);
-	close(fd); /* lets go of the lock */
+	snprintf(err, errlen,
+	         "%s: no token for %s: the workers that fetched it got "
+	         "none",
+	         reg->name, u->scope);
+	rc = EREMOTEIO;
+out:
+	OPENSSL_cleanse(basic, sizeof(basic));
 	return rc;
 }
 
@@ -222,26 +461,29 @@ int oci_up_page(struct worker *w, struct oci_up *u, const char *url,
                 const char *accept, const char *etag, int head,
                 struct fetch_page *r, char *err, size_t errlen)
 {
-	char failed[OCI_AUTH_MAX_TOKEN + 16], why[512];
+	char failed[OCI_AUTH_MAX_TOKEN];
 	int rc;
 
+	if (errlen)
+		err[0] = '\0';
 	for (int attempt = 0;; attempt++) {
 		rc = head ? fetch_page_head(&u->o, url, accept, r, err, errlen)
 		          : fetch_page(&u->o, url, accept, etag, NULL, r, err,
 		                       errlen);
-		if (rc || r->status != 401 || attempt > 0)
+		if (rc || r->status != 401 || attempt > 0 || !*r->authenticate)
 			return rc;
-		if (!*r->authenticate)
-			return 0;
 		remember_challenge(w, u, r->authenticate);
-		snprintf(failed, sizeof(failed), "%s",
-		         strncmp(u->auth, "Bearer ", 7) ? "" : u->auth + 7);
-		if (*failed)
-			db_oci_token_delete(w->db, u->reg->name, u->scope);
-		if (login(w, u, r->authenticate, failed, why, sizeof(why))) {
-			log_warn(0, url, "%s", why);
-			return 0; /* the 401 stands */
+		/* the token refused is not asked for again, nor deleted:
+		 * the row may hold another worker's newer one by now */
+		held_token(u, failed);
+		rc = login(w, u, r->authenticate, failed, err, errlen);
+		OPENSSL_cleanse(failed, sizeof(failed));
+		if (rc == EACCES) {
+			log_warn(0, url, "%s", err);
+			return 0; /* refused: the 401 stands */
 		}
+		if (rc)
+			return rc; /* the token service failed */
 		buf_free(&r->body);
 	}
 }
@@ -254,28 +496,32 @@ int oci_up_ready(struct worker *w, struct oci_up *u, const char *url,
 	long long until;
 	int rc;
 
-	if (forget && *u->auth) {
-		db_oci_token_delete(w->db, u->reg->name, u->scope);
-		u->auth[0] = '\0';
-	}
-	if (*u->auth)
+	if (errlen)
+		err[0] = '\0';
+	if (*u->auth && !forget)
 		return 0;
-	if (!forget &&
+	if (!forget && /* and so u carries nothing */
 	    db_oci_token_get(w->db, u->reg->name, CHALLENGE_SCOPE, known,
 	                     sizeof(known), &until) == 0 &&
 	    until > time(NULL)) {
-		if (!strcmp(known, NO_AUTH) ||
-		    login(w, u, known, "", err, errlen) == 0)
+		if (!strcmp(known, NO_AUTH))
 			return 0;
-		/* its token service failed: ask again whether it wants one */
+		rc = login(w, u, known, "", err, errlen);
+		if (rc != EACCES)
+			return rc; /* a token, or its service failed */
+		/* refused: the registry may want something else now */
+		log_warn(0, url, "%s", err);
 	}
-	/* nobody knows yet: a HEAD (it costs no pull) says, and on a 401
-	 * oci_up_page() does the dance */
+	/* nobody knows yet, or what u carries was refused: a HEAD (it costs
+	 * no pull) with it says, and on a 401 oci_up_page() does the dance,
+	 * never taking the refused token again */
 	rc = oci_up_page(w, u, url, "*/*", NULL, 1, &r, err, errlen);
 	if (!rc && r.status != 401 && !*u->auth)
 		remember_challenge(w, u, NO_AUTH);
 	if (!rc && r.status == 401) {
-		snprintf(err, errlen, "%s: upstream refuses access", url);
+		if (!*err)
+			snprintf(err, errlen, "%s: upstream refuses access",
+			         url);
 		rc = EACCES;
 	}
 	buf_free(&r.body);

@@ -1139,3 +1139,109 @@ def test_tags_list_upstream_link(oci):
     r, got = ociup.list_tags(oci.ref("paged").rsplit(":", 1)[0])
     assert r.ok, r
     assert got == tags
+
+
+# ================================================================ 13. token service faults
+
+def _bearer_fault(path, realm, service=ociup.TOKEN_SERVICE):
+    """A relay rule: requests whose path matches get a 401 whose challenge
+    names realm."""
+    return {"fault": "status", "path": path, "code": 401,
+            "headers": {"WWW-Authenticate": 'Bearer realm="%s",service="%s"' % (realm, service)}}
+
+
+def test_token_service_stalled(oci_stack, token_upstream, tmp_path):
+    """A token service that stalls on one repository (the relay's 401 for
+    app2 names a realm that takes connections and never answers) holds up
+    only the requests that need that token: while it stalls, a pull of
+    small (cached, fresh) and a manifest of app1 (whose token comes from
+    the registry's own token service) answer; the app2 manifest request
+    ends in a 504, not a 401, when its token fetch times out, and a
+    request for app2's tag list, which waited for that fetch, after one
+    more try of its own."""
+    import socket
+
+    fbt = 4
+    st = oci_stack(port=token_upstream.port,
+                   larder_extra={"connect_timeout": 1, "first_byte_timeout": fbt,
+                                 "fetch_timeout": 2, "fetch_retries": 0})
+    ts = token_upstream.reg.token
+    r = ociup.pull(st.ref("small", "1.0"), str(tmp_path / "warm"))
+    assert r.ok, r
+
+    stall = socket.socket()
+    stall.bind(("127.0.0.1", 0))
+    stall.listen(16)
+    held = []
+
+    def hold():
+        while True:
+            try:
+                c, _ = stall.accept()
+            except OSError:
+                return
+            held.append(c)
+
+    threading.Thread(target=hold, daemon=True).start()
+    out = {}
+
+    def get(what, *path):
+        t = time.monotonic()
+        out[what] = (st.get(st.path("app2", *path), headers=ACCEPT), time.monotonic() - t)
+
+    try:
+        st.relay.set_faults([_bearer_fault(r"^/v2/app2/",
+                                           "http://127.0.0.1:%d/token" % stall.getsockname()[1])])
+        ts.reset()
+        first = threading.Thread(target=get, args=("manifest", "manifests", "1.0"))
+        first.start()
+        deadline = time.monotonic() + 5
+        while not held and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert held, "larder never asked the stalled realm"
+        second = threading.Thread(target=get, args=("tags", "tags", "list"))
+        second.start()
+        time.sleep(0.3)
+
+        r = ociup.pull(st.ref("small", "1.0"), str(tmp_path / "cached"))
+        assert r.ok, r
+        r = st.get(st.path("app1", "manifests", "1.0"), headers=ACCEPT)
+        assert r.status == 200, (r, r.body[:300])
+        assert first.is_alive(), "the others waited for the stalled token fetch"
+        assert ts.counts() == {"repository:app1:pull": 1}, ts.requests()
+
+        first.join(30)
+        second.join(30)
+        r, took = out["manifest"]
+        oci_error(r, 504, {"UNKNOWN"})
+        assert took < fbt + 3, took
+        r, took = out["tags"]
+        assert r.status in (502, 504), (r, r.body[:300])
+        oci_error(r, codes={"UNKNOWN"})
+        assert took < 2 * fbt + 4, took
+        assert len(held) <= 2, "the stalled realm was asked %d times" % len(held)
+    finally:
+        st.relay.clear()
+        stall.close()
+        for c in held:
+            c.close()
+
+
+def test_token_realm_down(oci_stack, upstream):
+    """A registry whose token service is down (its challenge names a
+    realm nobody listens on): a tag larder holds, gone stale, is served
+    STALE; one it does not hold is a 502 that says the token service
+    failed, not a 401."""
+    st = oci_stack(cache_ttl=1, larder_extra={"fetch_retries": 0})
+    r = st.get(st.path("small", "manifests", "1.0"), headers=ACCEPT)
+    assert r.status == 200, r
+    dead = stackmod.free_port()
+    st.relay.set_faults([_bearer_fault(r"^/v2/(small|app1)/",
+                                       "http://127.0.0.1:%d/token" % dead)])
+    time.sleep(1.5)
+    r = st.get(st.path("small", "manifests", "1.0"), headers=ACCEPT)
+    assert r.status == 200 and r.header("X-Larder-Cache") == "STALE", (r, r.headers)
+    r = st.get(st.path("app1", "manifests", "1.0"), headers=ACCEPT)
+    oci_error(r, 502, {"UNKNOWN"})
+    assert b"token service" in r.body, r.body[:300]
+    assert st.larder.running and st.get("/v2/").status == 200
