@@ -248,6 +248,25 @@ static int settle_kind(struct oci_manifest *m, const char *field,
 	return 0;
 }
 
+/* Starts reading a document of len bytes that must be a JSON object of
+ * at most OCI_MAX_MANIFEST bytes (what names it in messages). Returns 0
+ * with r at its first key, EFBIG (r untouched), or EINVAL with r to be
+ * freed; the reason goes to err. */
+static int open_object(struct json_reader *r, const char *data, size_t len,
+		       const char *what, char *err, size_t errlen)
+{
+	log_reason(err, errlen, "%s", "");
+	if (len > OCI_MAX_MANIFEST) {
+		log_reason(err, errlen, "%s: bigger than %d bytes", what,
+			   OCI_MAX_MANIFEST);
+		return EFBIG;
+	}
+	json_init(r, data, len, 64 * 1024);
+	if (json_value(r) != JSON_OBJECT)
+		return fail(r, err, errlen, "not a JSON object");
+	return 0;
+}
+
 int oci_manifest_parse(const char *data, size_t len, const char *content_type,
 		       struct oci_manifest *m, char *err, size_t errlen)
 {
@@ -257,17 +276,11 @@ int oci_manifest_parse(const char *data, size_t len, const char *content_type,
 	long long v;
 
 	memset(m, 0, sizeof(*m));
-	log_reason(err, errlen, "%s", "");
-	if (len > OCI_MAX_MANIFEST) {
-		log_reason(err, errlen, "manifest: bigger than %d bytes",
-			   OCI_MAX_MANIFEST);
-		return EFBIG;
-	}
-	json_init(&r, data, len, 64 * 1024);
-	if (json_value(&r) != JSON_OBJECT) {
-		rc = fail(&r, err, errlen, "not a JSON object");
+	rc = open_object(&r, data, len, "manifest", err, errlen);
+	if (rc == EFBIG)
+		return rc;
+	if (rc)
 		goto out;
-	}
 	while (!rc && (k = json_key(&r)) == 1) {
 		const char *key = buf_str(&r.str);
 		int is_type = !strcmp(key, "mediaType"),
@@ -378,18 +391,11 @@ int oci_referrers_filter(const char *data, size_t len,
 	size_t kept = 0;
 	int k = 0, t, rc = 0, match;
 
-	log_reason(err, errlen, "%s", "");
-	if (len > OCI_MAX_MANIFEST) {
-		log_reason(err, errlen, "referrers: bigger than %d bytes",
-			   OCI_MAX_MANIFEST);
-		return EFBIG;
-	}
-	json_init(&r, data, len, 64 * 1024);
-	if (json_value(&r) != JSON_OBJECT) {
-		rc = fail(&r, err, errlen, "not a JSON object");
-		goto out;
-	}
-	rc = buf_add(out, head, sizeof(head) - 1);
+	rc = open_object(&r, data, len, "referrers", err, errlen);
+	if (rc == EFBIG)
+		return rc;
+	if (!rc)
+		rc = buf_add(out, head, sizeof(head) - 1);
 	while (!rc && (k = json_key(&r)) == 1) {
 		int is_list = !strcmp(buf_str(&r.str), "manifests");
 
@@ -421,7 +427,6 @@ int oci_referrers_filter(const char *data, size_t len,
 		rc = fail(&r, err, errlen, "bad JSON");
 	if (!rc)
 		rc = buf_add(out, "]}", 2);
-out:
 	json_free(&r);
 	return rc;
 }
