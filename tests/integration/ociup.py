@@ -3,7 +3,10 @@ docker-registry (distribution 2.8) on a free port, optionally behind a
 docker token server of our own; a relay in front of it that counts what
 larder asks upstream and injects faults; OCI images built without docker;
 and skopeo to push and pull them. Standard library only (plus the openssl
-CLI, skopeo and /usr/bin/docker-registry); builds on stack.py.
+CLI, skopeo and /usr/bin/docker-registry); builds on stack.py. The images
+live in oci_images.py, the token server in oci_token.py and the relay in
+oci_relay.py; what the tests and the benchmark use of those is imported
+here too, so that ociup.X serves for all of it.
 
     reg = Registry(workdir).start()                 # or auth="token"
     imgs = standard_images(images_dir)             # built once per dir
@@ -17,17 +20,20 @@ Pieces:
 
     Registry        docker-registry serve CONFIG, filesystem storage, deletes
                     on; auth="token" puts it behind a TokenServer
-    TokenServer     GET /token: JWTs (RS256, x5c) for repository scopes,
-                    Basic auth for the users it knows, anonymous pulls if
-                    allowed; counts requests per scope
-    Relay           HTTP/1.1 relay: counts (method, path), faults per path
-                    regex (truncate, corrupt, reset, stall, status, down,
-                    delay), all from Python
+    TokenServer     (oci_token) GET /token: JWTs (RS256, x5c) for repository
+                    scopes, Basic auth for the users it knows, anonymous
+                    pulls if allowed; counts requests per scope
+    Relay           (oci_relay) HTTP/1.1 relay: counts (method, path), faults
+                    per path regex (truncate, corrupt, reset, stall, status,
+                    down, delay), all from Python
     RegistryClient  the registry HTTP API (token dance included) for what
                     skopeo is slow or unable at: tags by PUT, blob uploads
-    build_image, build_index, standard_images, populate
-                    OCI layouts with gzip'd tar layers of random bytes
-    skopeo, pull, push, compare_layouts
+    build_image, build_index, standard_images, compare_layouts
+                    (oci_images) OCI layouts with gzip'd tar layers of random
+                    bytes, and their comparison
+    populate, push_referrer
+                    the standard images pushed, an artifact referring to one
+    skopeo, pull, push, inspect_raw, list_tags
     OciStack        relay + `larder serve` + nginx, larder's upstream the
                     relay
 
@@ -37,52 +43,39 @@ Pieces:
 import atexit
 import base64
 import collections
-import gzip
-import hashlib
-import http.client as httpclient
-import http.server as httpserver
-import io
 import json
 import os
-import random
 import re
-import select
 import shutil
-import socket
-import ssl
-import struct
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
-from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
+from urllib.parse import urlencode, urljoin, urlsplit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 import stack as stackmod  # noqa: E402
+from oci_images import (  # noqa: E402
+    DOCKER_LIST, DOCKER_MANIFEST, FAULT_IMAGES, OCI_EMPTY, OCI_INDEX, OCI_MANIFEST, _ref,
+    canonical, compare_layouts, digest_of, standard_images)
+from oci_relay import Relay  # noqa: E402
+from oci_token import OPENSSL, USERS, TokenServer, make_token_key  # noqa: E402
 from stack import _stop_process, _tail, clean_env, free_port, http  # noqa: E402
+
+# Not used here, but test_oci.py and contrib/bench/oci.py take them as
+# ociup.X (the rest of what they use is imported above or defined here).
+from oci_images import build_image  # noqa: E402,F401
+from oci_token import TOKEN_SERVICE  # noqa: E402,F401
 
 REGISTRY_BIN = "/usr/bin/docker-registry"
 SKOPEO = shutil.which("skopeo") or "/usr/bin/skopeo"
-OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"
 
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-OCI_INDEX = "application/vnd.oci.image.index.v1+json"
-OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
-OCI_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
-OCI_EMPTY = "application/vnd.oci.empty.v1+json"
-DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 # What a client that knows every manifest type sends.
 ACCEPT_ALL = ", ".join([OCI_INDEX, OCI_MANIFEST, DOCKER_LIST, DOCKER_MANIFEST])
-
-TOKEN_SERVICE = "larder-test"
-TOKEN_ISSUER = "larder-test-issuer"
-USERS = {"alice": "secret"}
 
 
 def missing_reason():
@@ -94,19 +87,6 @@ def missing_reason():
     if not os.access(OPENSSL, os.X_OK):
         return "openssl not found (apt-get install openssl)"
     return None
-
-
-def sha256(data):
-    return hashlib.sha256(data).hexdigest()
-
-
-def digest_of(data):
-    return "sha256:" + sha256(data)
-
-
-def canonical(obj):
-    """The bytes a manifest or config is written as."""
-    return json.dumps(obj, separators=(",", ":"), sort_keys=True).encode()
 
 
 # ================================================================ skopeo
@@ -231,273 +211,7 @@ def list_tags(ref, creds=None):
     return r, tags
 
 
-# ================================================================ layouts
-
-def layout_blobs(layout):
-    """{digest: sha256 of the content} of every file in LAYOUT/blobs."""
-    out = {}
-    top = os.path.join(layout, "blobs")
-    for root, _, files in os.walk(top):
-        for n in files:
-            p = os.path.join(root, n)
-            alg = os.path.basename(root)
-            with open(p, "rb") as f:
-                out["%s:%s" % (alg, n)] = sha256(f.read())
-    return out
-
-
-def layout_manifests(layout):
-    """The manifest digests index.json lists."""
-    with open(os.path.join(layout, "index.json")) as f:
-        idx = json.load(f)
-    return sorted(m["digest"] for m in idx.get("manifests", []))
-
-
-def compare_layouts(a, b):
-    """Byte-for-byte comparison of two OCI layouts: the same blobs (names
-    and contents, each matching its digest) and the same manifest digests
-    in index.json. Returns a list of differences; [] when equal."""
-    diffs = []
-    ba, bb = layout_blobs(a), layout_blobs(b)
-    for d in sorted(set(ba) | set(bb)):
-        if d not in ba:
-            diffs.append("%s only in %s" % (d, b))
-        elif d not in bb:
-            diffs.append("%s only in %s" % (d, a))
-        elif ba[d] != bb[d]:
-            diffs.append("%s differs" % d)
-    for layout, blobs in ((a, ba), (b, bb)):
-        for d, actual in blobs.items():
-            if d.startswith("sha256:") and d[7:] != actual:
-                diffs.append("%s in %s hashes to %s" % (d, layout, actual))
-    ma, mb = layout_manifests(a), layout_manifests(b)
-    if ma != mb:
-        diffs.append("index.json manifests: %s vs %s" % (ma, mb))
-    return diffs
-
-
-# ================================================================ images
-
-Layer = collections.namedtuple("Layer", "digest size diff_id data")
-
-_layer_cache = {}
-
-
-def make_layer(size, seed):
-    """A gzip'd tar holding one file of size random bytes (seeded, so the
-    same size and seed give the same bytes; random, so gzip keeps the
-    size). Cached per process."""
-    key = (size, seed)
-    if key not in _layer_cache:
-        data = random.Random("%s/%d" % (seed, size)).randbytes(size)
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tf:
-            ti = tarfile.TarInfo("data/%s.bin" % re.sub(r"[^a-zA-Z0-9_.-]", "_", str(seed)))
-            ti.size = size
-            ti.mtime = 0
-            ti.mode = 0o644
-            tf.addfile(ti, io.BytesIO(data))
-        raw = buf.getvalue()
-        gz = gzip.compress(raw, compresslevel=1, mtime=0)
-        _layer_cache[key] = Layer(digest_of(gz), len(gz), digest_of(raw), gz)
-    return _layer_cache[key]
-
-
-class Image:
-    """One image manifest in an OCI layout.
-
-    layout, tag, manifest (bytes), digest, media_type, config (bytes),
-    config_digest, layers [Layer], platform {"architecture", "os",
-    ["variant"]}, blobs {digest: size} (config and layers)."""
-
-    media_type = OCI_MANIFEST
-
-    def __init__(self, **kw):
-        self.__dict__.update(kw)
-
-    @property
-    def size(self):
-        return len(self.manifest)
-
-    def descriptor(self):
-        d = {"mediaType": self.media_type, "digest": self.digest, "size": self.size}
-        if getattr(self, "platform", None):
-            d["platform"] = self.platform
-        return d
-
-    def __repr__(self):
-        return "<Image %s:%s %s, %d layers>" % (self.layout, self.tag, self.digest[:19],
-                                                 len(self.layers))
-
-
-class Index:
-    """An image index in an OCI layout: layout, tag, manifest, digest,
-    media_type, children [Image], blobs {digest: size} (the children's
-    manifests, configs and layers)."""
-
-    media_type = OCI_INDEX
-
-    def __init__(self, **kw):
-        self.__dict__.update(kw)
-
-    @property
-    def size(self):
-        return len(self.manifest)
-
-    def __repr__(self):
-        return "<Index %s:%s %s, %d children>" % (self.layout, self.tag, self.digest[:19],
-                                                   len(self.children))
-
-
-def _write_blob(layout, data):
-    d = digest_of(data)
-    p = os.path.join(layout, "blobs", "sha256", d[7:])
-    if not os.path.exists(p):
-        os.makedirs(os.path.dirname(p), exist_ok=True)
-        with open(p + ".tmp", "wb") as f:
-            f.write(data)
-        os.replace(p + ".tmp", p)
-    return d
-
-
-def _write_layout_index(layout, descriptors):
-    os.makedirs(layout, exist_ok=True)
-    with open(os.path.join(layout, "oci-layout"), "w") as f:
-        json.dump({"imageLayoutVersion": "1.0.0"}, f)
-    with open(os.path.join(layout, "index.json"), "w") as f:
-        json.dump({"schemaVersion": 2, "manifests": descriptors}, f)
-
-
-def build_image(layout_dir, layers, base=None, arch="amd64", variant=None, seed="img",
-                tag="latest", write_index=True):
-    """Writes an OCI image layout at layout_dir (oci-layout, index.json,
-    blobs/sha256/...) with one image manifest: base's layers (an Image,
-    the same bytes, so images made on it share them) then one gzip'd tar
-    layer per size in layers, a config (architecture, os, rootfs.diff_ids)
-    and an application/vnd.oci.image.manifest.v1+json manifest, named tag
-    in index.json. Returns the Image."""
-    ls = list(base.layers) if base is not None else []
-    for i, size in enumerate(layers):
-        ls.append(make_layer(size, "%s-%d" % (seed, i)))
-    os.makedirs(layout_dir, exist_ok=True)
-    for l in ls:
-        _write_blob(layout_dir, l.data)
-    platform = {"architecture": arch, "os": "linux"}
-    if variant:
-        platform["variant"] = variant
-    config = dict(platform)
-    config.update({
-        "created": "1970-01-01T00:00:00Z",
-        "config": {"Env": ["PATH=/usr/bin:/bin"], "Cmd": ["/bin/true"],
-                   "Labels": {"larder.test.seed": str(seed)}},
-        "rootfs": {"type": "layers", "diff_ids": [l.diff_id for l in ls]},
-        "history": [{"created": "1970-01-01T00:00:00Z", "created_by": "ociup layer %d" % i}
-                    for i in range(len(ls))],
-    })
-    config_bytes = canonical(config)
-    config_digest = _write_blob(layout_dir, config_bytes)
-    manifest = canonical({
-        "schemaVersion": 2,
-        "mediaType": OCI_MANIFEST,
-        "config": {"mediaType": OCI_CONFIG, "digest": config_digest,
-                   "size": len(config_bytes)},
-        "layers": [{"mediaType": OCI_LAYER, "digest": l.digest, "size": l.size}
-                   for l in ls],
-        "annotations": {"org.opencontainers.image.title": str(seed)},
-    })
-    digest = _write_blob(layout_dir, manifest)
-    blobs = {config_digest: len(config_bytes)}
-    blobs.update({l.digest: l.size for l in ls})
-    img = Image(layout=layout_dir, tag=tag, manifest=manifest, digest=digest,
-                config=config_bytes, config_digest=config_digest, layers=ls,
-                platform=platform, blobs=blobs, seed=seed)
-    if write_index:
-        d = img.descriptor()
-        d.pop("platform", None)
-        d["annotations"] = {"org.opencontainers.image.ref.name": tag}
-        _write_layout_index(layout_dir, [d])
-    return img
-
-
-def build_index(layout_dir, tag="latest", seed="multi",
-                children=(("amd64", None, (64 * 1024, 8 * 1024)),
-                          ("arm64", "v8", (64 * 1024, 8 * 1024))),
-                base=None):
-    """Writes an OCI layout with a multi-arch image index (linux/amd64 and
-    linux/arm64 v8 children by default: (arch, variant, layer sizes)),
-    named tag. Returns the Index."""
-    imgs = []
-    for arch, variant, sizes in children:
-        imgs.append(build_image(layout_dir, list(sizes), base=base, arch=arch,
-                                variant=variant, seed="%s-%s%s" % (seed, arch, variant or ""),
-                                write_index=False))
-    manifest = canonical({
-        "schemaVersion": 2,
-        "mediaType": OCI_INDEX,
-        "manifests": [i.descriptor() for i in imgs],
-    })
-    digest = _write_blob(layout_dir, manifest)
-    blobs = {}
-    for i in imgs:
-        blobs[i.digest] = i.size
-        blobs.update(i.blobs)
-    idx = Index(layout=layout_dir, tag=tag, manifest=manifest, digest=digest,
-                children=imgs, blobs=blobs, seed=seed)
-    _write_layout_index(layout_dir, [{
-        "mediaType": OCI_INDEX, "digest": digest, "size": len(manifest),
-        "annotations": {"org.opencontainers.image.ref.name": tag}}])
-    return idx
-
-
-KB = 1024
-MB = 1024 * 1024
-
-# The images the tests pull: name -> how it is built. The repositories
-# they are pushed to are in REPOS.
-FAULT_IMAGES = ("ftruncate", "fcorrupt", "freset", "fstall", "fstall2")
-
-
-def standard_images(workdir, big_mb=30):
-    """Builds, once per workdir and process (the result is cached), the
-    images the tests use:
-
-        small   3 layers: 4 KB, 300 KB, 2 MB
-        base    one 1 MB layer that app1, app2 and big start with
-        app1    base + 100 KB      app2    base + 150 KB
-        big     base + one big_mb MB layer
-        multi   an index: linux/amd64 and linux/arm64 v8 children
-        v2s2    200 KB + 20 KB, pushed as docker schema 2
-        tiny    one 1 KB layer (the 120 tags of "many")
-        fresh1, fresh2   two tiny images for retagging
-        ftruncate, fcorrupt, freset, fstall, fstall2
-                one 512 KB layer each: a cold blob per fault
-
-    Returns {name: Image or Index}."""
-    key = (os.path.abspath(workdir), big_mb)
-    if key in _images_cache:
-        return _images_cache[key]
-    os.makedirs(workdir, exist_ok=True)
-    j = lambda n: os.path.join(workdir, n)  # noqa: E731
-    imgs = {}
-    imgs["small"] = build_image(j("small"), [4 * KB, 300 * KB, 2 * MB], seed="small", tag="1.0")
-    base = build_image(j("base"), [1 * MB], seed="base", tag="1.0")
-    imgs["base"] = base
-    imgs["app1"] = build_image(j("app1"), [100 * KB], base=base, seed="app1", tag="1.0")
-    imgs["app2"] = build_image(j("app2"), [150 * KB], base=base, seed="app2", tag="1.0")
-    imgs["big"] = build_image(j("big"), [big_mb * MB], base=base, seed="big", tag="1.0")
-    imgs["multi"] = build_index(j("multi"), tag="1.0", seed="multi", children=(
-        ("amd64", None, (200 * KB, 10 * KB)), ("arm64", "v8", (210 * KB, 11 * KB))))
-    imgs["v2s2"] = build_image(j("v2s2"), [200 * KB, 20 * KB], seed="v2s2", tag="1.0")
-    imgs["tiny"] = build_image(j("tiny"), [1 * KB], seed="tiny", tag="1.0")
-    imgs["fresh1"] = build_image(j("fresh1"), [3 * KB], seed="fresh1", tag="1.0")
-    imgs["fresh2"] = build_image(j("fresh2"), [3 * KB], seed="fresh2", tag="1.0")
-    for n in FAULT_IMAGES:
-        imgs[n] = build_image(j(n), [512 * KB], seed=n, tag="1.0")
-    _images_cache[key] = imgs
-    return imgs
-
-
-_images_cache = {}
+# ================================================================ pushed images
 
 MANY_TAGS = ["t%03d" % i for i in range(120)]
 
@@ -574,220 +288,6 @@ def pushed_info(client, repo, tag, img):
             blobs[l["digest"]] = l["size"]
     p.blobs = blobs
     return p
-
-
-# ================================================================ token server
-
-def make_token_key(workdir, kind="rsa"):
-    """A key and a self-signed certificate for the token server (openssl
-    CLI): (key_path, cert_path). kind "rsa" (RS256) or "ec" (ES256)."""
-    os.makedirs(workdir, exist_ok=True)
-    key = os.path.join(workdir, "token.key")
-    cert = os.path.join(workdir, "token.crt")
-    newkey = "rsa:2048" if kind == "rsa" else "ec"
-    cmd = [OPENSSL, "req", "-x509", "-newkey", newkey, "-nodes", "-keyout", key,
-           "-out", cert, "-days", "7", "-subj", "/CN=larder-test-token"]
-    if kind == "ec":
-        cmd[5:5] = ["-pkeyopt", "ec_paramgen_curve:prime256v1"]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
-                       env=clean_env())
-    if p.returncode != 0:
-        raise RuntimeError("openssl req failed: %s" % p.stdout.decode(errors="replace"))
-    return key, cert
-
-
-def b64url(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def _der_ecdsa_to_raw(der, n=32):
-    """An ECDSA signature as openssl writes it (DER SEQUENCE of two
-    INTEGERs) in JWS form: r and s, n bytes each."""
-    def read_int(b, i):
-        assert b[i] == 0x02
-        ln = b[i + 1]
-        v = int.from_bytes(b[i + 2:i + 2 + ln], "big")
-        return v, i + 2 + ln
-    i = 2 if der[1] < 0x80 else 2 + (der[1] & 0x7F)
-    r, i = read_int(der, i)
-    s, _ = read_int(der, i)
-    return r.to_bytes(n, "big") + s.to_bytes(n, "big")
-
-
-class TokenServer:
-    """The docker token protocol (https://distribution.github.io/distribution/spec/auth/token/):
-    GET /token?service=S&scope=repository:NAME:pull[,push]&account=U, with
-    Basic auth for users (a dict user -> password) or without for
-    anonymous pulls (when allow_anonymous). Answers {"token", "access_token",
-    "expires_in", "issued_at"}; the token a JWT signed RS256 (ES256 for an
-    EC key) with the x5c header distribution 2.8 verifies against its
-    rootcertbundle. Anonymous callers get pull at most; users what they
-    ask of pull, push, delete. A wrong password, or no credentials when
-    anonymous is off, is a 401.
-
-    counts() is {scope: requests}; requests() [{"account", "user",
-    "scopes", "status", "granted"}]; reset() clears both. allow_anonymous
-    and users may be changed while it runs."""
-
-    def __init__(self, workdir, key, cert, users=None, allow_anonymous=True,
-                 service=TOKEN_SERVICE, issuer=TOKEN_ISSUER, port=None, expires_in=300):
-        self.dir = workdir
-        self.key = key
-        self.cert = cert
-        self.users = dict(USERS if users is None else users)
-        self.allow_anonymous = allow_anonymous
-        self.service = service
-        self.issuer = issuer
-        self.port = port or 0
-        self.expires_in = expires_in
-        self.httpd = None
-        self.thread = None
-        self.lock = threading.Lock()
-        self._counts = collections.Counter()
-        self._requests = []
-        with open(cert) as f:
-            pem = f.read()
-        self.cert_der = ssl.PEM_cert_to_DER_cert(pem)
-        with open(key) as f:
-            self.alg = "ES256" if "EC PRIVATE KEY" in f.read() or self._is_ec() else "RS256"
-
-    def _is_ec(self):
-        p = subprocess.run([OPENSSL, "pkey", "-in", self.key, "-noout", "-text"],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=30)
-        return b"ASN1 OID" in p.stdout or b"prime256v1" in p.stdout
-
-    @property
-    def base(self):
-        return "http://127.0.0.1:%d" % self.port
-
-    @property
-    def realm(self):
-        return self.base + "/token"
-
-    def start(self):
-        ts = self
-
-        class Handler(httpserver.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, fmt, *args):
-                pass
-
-            def do_GET(self):
-                status, body, hdrs = ts._answer(self.path, self.headers.get("Authorization"))
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in hdrs.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_POST = do_GET
-
-        self.httpd = httpserver.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True,
-                                       kwargs={"poll_interval": 0.1})
-        self.thread.start()
-        return self
-
-    def stop(self):
-        if self.httpd is not None:
-            self.httpd.shutdown()
-            self.httpd.server_close()
-            self.httpd = None
-
-    def counts(self):
-        with self.lock:
-            return dict(self._counts)
-
-    def requests(self):
-        with self.lock:
-            return list(self._requests)
-
-    def reset(self):
-        with self.lock:
-            self._counts.clear()
-            self._requests.clear()
-
-    def _answer(self, target, authorization):
-        u = urlsplit(target)
-        q = parse_qs(u.query)
-        scopes = []
-        for s in q.get("scope", []):
-            scopes += s.split(" ")
-        account = (q.get("account") or [""])[0]
-        rec = {"account": account, "user": None, "scopes": scopes, "status": None,
-               "granted": None}
-        with self.lock:
-            for s in scopes or [""]:
-                self._counts[s] += 1
-            self._requests.append(rec)
-
-        def fail(status, code, msg):
-            rec["status"] = status
-            body = json.dumps({"errors": [{"code": code, "message": msg}]}).encode()
-            return status, body, {"WWW-Authenticate": 'Basic realm="larder-test"'}
-
-        if u.path != "/token":
-            return fail(404, "NOT_FOUND", "no such path")
-        if (q.get("service") or [""])[0] != self.service:
-            return fail(400, "DENIED", "unknown service")
-        user = None
-        if authorization:
-            scheme, _, cred = authorization.partition(" ")
-            if scheme.lower() != "basic":
-                return fail(401, "UNAUTHORIZED", "Basic auth only")
-            try:
-                name, _, pw = base64.b64decode(cred.strip()).decode().partition(":")
-            except (ValueError, UnicodeDecodeError):
-                return fail(401, "UNAUTHORIZED", "bad Basic credentials")
-            if self.users.get(name) != pw:
-                return fail(401, "UNAUTHORIZED", "wrong user name or password")
-            user = name
-        elif not self.allow_anonymous:
-            return fail(401, "UNAUTHORIZED", "authentication required")
-        rec["user"] = user
-        allowed = {"pull", "push", "delete", "*"} if user else {"pull"}
-        access = []
-        for s in scopes:
-            parts = s.split(":")
-            if len(parts) < 3:
-                continue
-            typ, name, actions = parts[0], ":".join(parts[1:-1]), parts[-1].split(",")
-            got = [a for a in actions if a in allowed]
-            access.append({"type": typ, "name": name, "actions": got})
-        rec["granted"] = access
-        now = int(time.time())
-        token = self.make_token(user or "", access, now)
-        rec["status"] = 200
-        body = json.dumps({"token": token, "access_token": token,
-                           "expires_in": self.expires_in,
-                           "issued_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                      time.gmtime(now))}).encode()
-        return 200, body, {}
-
-    def make_token(self, sub, access, now=None):
-        """A signed JWT for sub with access [{"type", "name", "actions"}]."""
-        now = int(now or time.time())
-        header = {"typ": "JWT", "alg": self.alg,
-                  "x5c": [base64.b64encode(self.cert_der).decode()]}
-        claims = {"iss": self.issuer, "sub": sub, "aud": self.service,
-                  "exp": now + self.expires_in, "nbf": now - 10, "iat": now,
-                  "jti": os.urandom(12).hex(), "access": access}
-        signing_input = (b64url(json.dumps(header, separators=(",", ":")).encode()) + "." +
-                         b64url(json.dumps(claims, separators=(",", ":")).encode()))
-        p = subprocess.run([OPENSSL, "dgst", "-sha256", "-sign", self.key],
-                           input=signing_input.encode(), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, timeout=30)
-        if p.returncode != 0:
-            raise RuntimeError("openssl dgst -sign: %s" % p.stderr.decode(errors="replace"))
-        sig = p.stdout
-        if self.alg == "ES256":
-            sig = _der_ecdsa_to_raw(sig)
-        return signing_input + "." + b64url(sig)
 
 
 # ================================================================ registry
@@ -898,12 +398,6 @@ class Registry:
 
     def ref(self, repo, tag=None, digest=None):
         return _ref(self.host, repo, tag, digest)
-
-
-def _ref(host, repo, tag=None, digest=None):
-    if digest:
-        return "%s/%s@%s" % (host, repo, digest)
-    return "%s/%s:%s" % (host, repo, tag or "latest")
 
 
 def parse_challenge(value):
@@ -1046,461 +540,6 @@ def push_referrer(client, repo, subject, artifact_type="application/vnd.larder.t
     return digest, manifest, index
 
 
-# ================================================================ relay
-
-HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer",
-              "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate"}
-
-FAULTS = ("truncate", "corrupt", "reset", "stall", "status", "down", "delay")
-
-
-class _RelayHandler(httpserver.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    timeout = 120
-
-    def log_message(self, fmt, *args):
-        pass
-
-    def setup(self):
-        super().setup()
-        self.upstream = None
-        self.server.relay._track(self.connection, True)
-
-    def finish(self):
-        try:
-            super().finish()
-        except OSError:
-            pass
-        if self.upstream is not None:
-            self.upstream.close()
-        self.server.relay._track(self.connection, False)
-
-    def _read_body(self):
-        te = (self.headers.get("Transfer-Encoding") or "").lower()
-        if "chunked" in te:
-            chunks = []
-            while True:
-                line = self.rfile.readline(65537)
-                size = int(line.split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
-                        pass
-                    break
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline(65537)
-            return b"".join(chunks)
-        n = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(n) if n else None
-
-    def _raw_send(self, data):
-        self.connection.sendall(data)
-
-    def _send_head(self, status, reason, headers):
-        lines = ["HTTP/1.1 %d %s" % (status, reason)]
-        lines += ["%s: %s" % kv for kv in headers]
-        self._raw_send(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-
-    def _abort(self, rst=False):
-        self.close_connection = True
-        if self.upstream is not None:
-            self.upstream.close()
-            self.upstream = None
-        try:
-            if rst:
-                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                           struct.pack("ii", 1, 0))
-            else:
-                self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        try:
-            self.connection.close()
-        except OSError:
-            pass
-
-    def _handle(self):
-        relay = self.server.relay
-        method = self.command
-        target = self.path
-        u = urlsplit(target)
-        path = u.path
-        body = self._read_body()
-        rule = relay._hit(method, path, u.query)
-        fault = rule["fault"] if rule else None
-        if fault == "down":
-            self._abort()
-            relay._log(method, target, 0, fault)
-            return
-        if fault == "delay":
-            relay._sleep(rule.get("seconds", 1.0))
-        if fault == "status":
-            code = int(rule.get("code", 500))
-            payload = rule.get("body")
-            if payload is None:
-                payload = canonical({"errors": [{"code": rule.get("error_code", {
-                    401: "UNAUTHORIZED", 403: "DENIED", 404: "NAME_UNKNOWN",
-                    429: "TOOMANYREQUESTS"}.get(code, "UNKNOWN")),
-                    "message": "relay fault: %d" % code, "detail": None}]})
-            if isinstance(payload, str):
-                payload = payload.encode()
-            hdrs = [("Content-Type", "application/json"),
-                    ("Content-Length", str(len(payload))),
-                    ("Docker-Distribution-Api-Version", "registry/2.0")]
-            hdrs += list((rule.get("headers") or {}).items())
-            self._send_head(code, httpclient.responses.get(code, "Fault"), hdrs)
-            if method != "HEAD":
-                self._raw_send(payload)
-            relay._log(method, target, code, fault)
-            return
-        # a list, not a dict: clients send some headers more than once
-        # (skopeo gives each media type an Accept line of its own)
-        hdrs = [("Host", "%s:%d" % (relay.upstream_host, relay.upstream_port))]
-        for k, v in self.headers.items():
-            if k.lower() in HOP_BY_HOP or k.lower() in ("host", "content-length"):
-                continue
-            hdrs.append((k, v))
-        if body is not None or method in ("PUT", "POST", "PATCH"):
-            hdrs.append(("Content-Length", str(len(body or b""))))
-        resp = None
-        for attempt in (0, 1):
-            try:
-                if self.upstream is None:
-                    self.upstream = httpclient.HTTPConnection(
-                        relay.upstream_host, relay.upstream_port, timeout=120)
-                self.upstream.putrequest(method, target, skip_host=True,
-                                         skip_accept_encoding=True)
-                for k, v in hdrs:
-                    self.upstream.putheader(k, v)
-                self.upstream.endheaders(body)
-                resp = self.upstream.getresponse()
-                break
-            except (OSError, httpclient.HTTPException) as e:
-                if self.upstream is not None:
-                    self.upstream.close()
-                    self.upstream = None
-                if attempt == 1:
-                    msg = ("relay: upstream failed: %r" % e).encode()
-                    self._send_head(502, "Bad Gateway", [("Content-Type", "text/plain"),
-                                                         ("Content-Length", str(len(msg)))])
-                    self._raw_send(msg)
-                    relay._log(method, target, 502, fault)
-                    return
-        out_headers = []
-        length = None
-        for k, v in resp.getheaders():
-            if k.lower() in HOP_BY_HOP:
-                continue
-            if k.lower() == "content-length":
-                length = int(v)
-            out_headers.append((k, v))
-        no_body = method == "HEAD" or resp.status in (204, 304) or 100 <= resp.status < 200
-        chunked = not no_body and length is None
-        if chunked:
-            out_headers.append(("Transfer-Encoding", "chunked"))
-        if resp.getheader("Connection", "").lower() == "close":
-            out_headers.append(("Connection", "close"))
-            self.close_connection = True
-        relay._log(method, target, resp.status, fault)
-        self._send_head(resp.status, resp.reason, out_headers)
-        if no_body:
-            resp.read()
-            return
-        total = length
-        # where a body fault strikes: a fraction of the body, or an offset
-        cut = None
-        if fault in ("truncate", "corrupt", "reset", "stall"):
-            if "offset" in rule:
-                cut = int(rule["offset"])
-            elif total is not None:
-                cut = int(total * float(rule.get("fraction", 0.5)))
-            else:
-                cut = 1 << 16
-        sent = 0
-        fired = False
-        while True:
-            try:
-                data = resp.read1(1 << 16)
-            except (OSError, httpclient.HTTPException):
-                self._abort()
-                return
-            if not data:
-                break
-            if cut is not None and not fired and sent + len(data) > cut:
-                head, tail = data[:cut - sent], data[cut - sent:]
-                if fault == "corrupt":
-                    b = bytearray(data)
-                    b[cut - sent] ^= 0xFF
-                    data = bytes(b)
-                    fired = True
-                else:
-                    fired = True
-                    if not self._send_chunk(head, chunked):
-                        return
-                    sent += len(head)
-                    if fault == "truncate":
-                        self._abort()
-                        return
-                    if fault == "reset":
-                        self._abort(rst=True)
-                        return
-                    # stall: wait, then go on with the rest
-                    relay._sleep(rule.get("seconds", 5.0))
-                    data = tail
-            if not self._send_chunk(data, chunked):
-                return
-            sent += len(data)
-        if chunked:
-            self._send_chunk(b"", True)
-
-    def _send_chunk(self, data, chunked):
-        try:
-            if chunked:
-                if data:
-                    self._raw_send(b"%x\r\n" % len(data) + data + b"\r\n")
-                else:
-                    self._raw_send(b"0\r\n\r\n")
-            elif data:
-                self._raw_send(data)
-            return True
-        except OSError:
-            self._abort()
-            return False
-
-    do_GET = do_HEAD = do_PUT = do_POST = do_PATCH = do_DELETE = _handle
-
-
-class _RelayServer:
-    """What BaseHTTPRequestHandler wants of a server."""
-
-    def __init__(self, relay):
-        self.relay = relay
-        self.server_name = "127.0.0.1"
-        self.server_port = relay.port
-
-
-class Relay:
-    """A threaded HTTP/1.1 relay on 127.0.0.1 in front of
-    upstream_host:upstream_port: keep-alive on both sides, bodies streamed,
-    every header passed through but the hop-by-hop ones (Host rewritten
-    to the upstream's). Counts requests per (method, path) and injects
-    faults, each a dict:
-
-        {"fault": F, "path": REGEX, "method": M, "times": N, ...}
-
-    path (searched in the request path without the query; default any),
-    query (searched in the query string; default any), method (default
-    any) and times (default every time) pick the requests. Faults, checked in order, the first match firing:
-
-        truncate  the body up to a point (fraction=0.5 of it, or offset=
-                  bytes), then the connection closed
-        corrupt   one byte at that point flipped, the length kept
-        reset     the body up to that point, then an RST (SO_LINGER 0)
-        stall     the body up to that point, then seconds= (5) of
-                  silence, then the rest
-        status    an answer of code= (500), headers= {..}, body= (the
-                  registry's error JSON by default, error_code= its code)
-        down      the connection closed unanswered; without a path (via
-                  down()), the listening socket itself is closed so that
-                  connections are refused
-        delay     seconds= (1) of latency, then the request relayed
-
-    counts(), reset(), set_faults([...]), clear() (no faults, up again,
-    stalls woken), down(), up(), log() [(method, target, status, fault)],
-    fired() {fault: times}."""
-
-    def __init__(self, upstream_port, upstream_host="127.0.0.1", port=None):
-        self.upstream_host = upstream_host
-        self.upstream_port = upstream_port
-        self.port = port or free_port()
-        self.lock = threading.Lock()
-        self._counts = collections.Counter()
-        self._log_lines = []
-        self._fired = collections.Counter()
-        self._faults = []
-        self._conns = set()
-        self._sock = None
-        self._thread = None
-        self._wake = threading.Event()
-        self._stopped = False
-        self.is_down = False
-
-    @property
-    def host(self):
-        return "127.0.0.1:%d" % self.port
-
-    @property
-    def base(self):
-        return "http://" + self.host
-
-    def ref(self, repo, tag=None, digest=None):
-        return _ref(self.host, repo, tag, digest)
-
-    # -- lifecycle
-
-    def start(self):
-        self._listen()
-        return self
-
-    def _listen(self):
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("127.0.0.1", self.port))
-        s.listen(128)
-        self._sock = s
-        self.is_down = False
-        self._thread = threading.Thread(target=self._accept_loop, args=(s,), daemon=True)
-        self._thread.start()
-
-    def _accept_loop(self, s):
-        server = _RelayServer(self)
-        while True:
-            try:
-                r, _, _ = select.select([s], [], [], 0.2)
-            except (OSError, ValueError):
-                return
-            if s.fileno() < 0 or self._sock is not s:
-                return
-            if not r:
-                continue
-            try:
-                conn, addr = s.accept()
-            except OSError:
-                return
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            threading.Thread(target=self._serve, args=(conn, addr, server),
-                             daemon=True).start()
-
-    def _serve(self, conn, addr, server):
-        try:
-            _RelayHandler(conn, addr, server)
-        except OSError:
-            pass
-        finally:
-            try:
-                conn.close()
-            except OSError:
-                pass
-
-    def _track(self, conn, add):
-        with self.lock:
-            if add:
-                self._conns.add(conn)
-            else:
-                self._conns.discard(conn)
-
-    def _close_listener(self):
-        s, self._sock = self._sock, None
-        if s is not None:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            s.close()
-        if self._thread is not None:
-            self._thread.join(2)
-
-    def _drop_conns(self):
-        with self.lock:
-            conns = list(self._conns)
-        for c in conns:
-            try:
-                c.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def down(self):
-        """Refuses connections (the listening socket closed) and drops the
-        open ones."""
-        self.is_down = True
-        self._close_listener()
-        self._drop_conns()
-
-    def up(self):
-        if self._sock is None and not self._stopped:
-            self._listen()
-
-    def stop(self):
-        self._stopped = True
-        self._wake.set()
-        self._close_listener()
-        self._drop_conns()
-
-    # -- control
-
-    def counts(self):
-        """{(method, path): requests} since the last reset()."""
-        with self.lock:
-            return dict(self._counts)
-
-    def count(self, method=None, path=None):
-        """Requests whose method is method (any if None) and whose path
-        matches the regex path (searched; any if None)."""
-        rx = re.compile(path) if path else None
-        return sum(n for (m, p), n in self.counts().items()
-                   if (method is None or m == method) and (rx is None or rx.search(p)))
-
-    def log(self):
-        with self.lock:
-            return list(self._log_lines)
-
-    def fired(self):
-        with self.lock:
-            return dict(self._fired)
-
-    def reset(self):
-        with self.lock:
-            self._counts.clear()
-            self._log_lines.clear()
-            self._fired.clear()
-
-    def set_faults(self, faults):
-        rules = []
-        for f in faults:
-            f = dict(f)
-            if f.get("fault") not in FAULTS:
-                raise ValueError("unknown fault %r" % f.get("fault"))
-            f["_rx"] = re.compile(f.get("path") or "")
-            f["_qrx"] = re.compile(f["query"]) if f.get("query") is not None else None
-            rules.append(f)
-        with self.lock:
-            self._faults = rules
-            self._wake.clear()
-        if any(f["fault"] == "down" and not f.get("path") for f in rules):
-            self.down()
-
-    def clear(self):
-        """No faults, listening again, stalled bodies sent on."""
-        with self.lock:
-            self._faults = []
-        self._wake.set()
-        self.up()
-
-    def _sleep(self, seconds):
-        self._wake.wait(float(seconds))
-
-    def _hit(self, method, path, query):
-        with self.lock:
-            self._counts[(method, path)] += 1
-            for f in self._faults:
-                if f.get("method") and f["method"] != method:
-                    continue
-                if not f["_rx"].search(path):
-                    continue
-                if f.get("_qrx") is not None and not f["_qrx"].search(query):
-                    continue
-                if f.get("times") is not None:
-                    if f["times"] <= 0:
-                        continue
-                    f["times"] -= 1
-                self._fired[f["fault"]] += 1
-                return f
-        return None
-
-    def _log(self, method, target, status, fault):
-        with self.lock:
-            self._log_lines.append((method, target, status, fault))
-
-
 # ================================================================ larder in front
 
 def registry_section(name, upstream, cache_ttl=300, max_stale="7d", default=True,
@@ -1565,12 +604,7 @@ class OciStack:
         return self
 
     def stop(self):
-        for piece in (self.nginx, self.larder, self.relay):
-            if piece is not None:
-                try:
-                    piece.stop()
-                except Exception as e:  # keep stopping the others
-                    sys.stderr.write("stopping %s: %r\n" % (type(piece).__name__, e))
+        stackmod.stop_all(self.nginx, self.larder, self.relay)
 
     @property
     def data_dir(self):

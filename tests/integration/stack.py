@@ -650,6 +650,17 @@ class Nginx:
             return ""
 
 
+def stop_all(*pieces):
+    """Stops each piece that was started (None: never made), in order,
+    going on past one that fails to stop."""
+    for piece in pieces:
+        if piece is not None:
+            try:
+                piece.stop()
+            except Exception as e:  # keep stopping the others
+                sys.stderr.write("stopping %s: %r\n" % (type(piece).__name__, e))
+
+
 class Stack:
     """stand-in + larder + nginx, each in a subdirectory of workdir."""
 
@@ -690,12 +701,7 @@ class Stack:
         return self
 
     def stop(self):
-        for piece in (self.nginx, self.larder, self.standin):
-            if piece is not None:
-                try:
-                    piece.stop()
-                except Exception as e:  # keep stopping the others
-                    sys.stderr.write("stopping %s: %r\n" % (type(piece).__name__, e))
+        stop_all(self.nginx, self.larder, self.standin)
 
     @property
     def data_dir(self):
