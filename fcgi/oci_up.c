@@ -457,6 +457,20 @@ static void remember_challenge(struct worker *w, const struct oci_up *u,
 	                 (long long)time(NULL) + CHALLENGE_TTL);
 }
 
+/* Remembers that the registry answered without a token (unless that is
+ * known already): the first blob fetch then asks it nothing first. */
+static void note_no_auth(struct worker *w, const struct oci_up *u)
+{
+	char known[sizeof(NO_AUTH)];
+	long long until;
+
+	if (db_oci_token_get(w->db, u->reg->name, CHALLENGE_SCOPE, known,
+	                     sizeof(known), &until) == 0 &&
+	    !strcmp(known, NO_AUTH) && until > time(NULL))
+		return;
+	remember_challenge(w, u, NO_AUTH);
+}
+
 int oci_up_page(struct worker *w, struct oci_up *u, const char *url,
                 const char *accept, const char *etag, int head,
                 struct fetch_page *r, char *err, size_t errlen)
@@ -470,6 +484,8 @@ int oci_up_page(struct worker *w, struct oci_up *u, const char *url,
 		rc = head ? fetch_page_head(&u->o, url, accept, r, err, errlen)
 		          : fetch_page(&u->o, url, accept, etag, NULL, r, err,
 		                       errlen);
+		if (!rc && r->status != 401 && !*u->auth && attempt == 0)
+			note_no_auth(w, u);
 		if (rc || r->status != 401 || attempt > 0 || !*r->authenticate)
 			return rc;
 		remember_challenge(w, u, r->authenticate);
