@@ -17,6 +17,10 @@
 #include "storage/blob.h"
 #include "storage/flight.h"
 
+/* Manifests and tag lists smaller than this go out from larder itself
+ * (fcgi/send.h, inline_under): most manifests are a few KiB. */
+#define SMALL_BODY (64 * 1024)
+
 /* What larder asks a registry for, before what the client asked for:
  * every kind of manifest it can read, so that a tag is stored once, as
  * the upstream's richest form (an index where there is one). */
@@ -110,7 +114,8 @@ static void send_row(struct worker *w, struct req *r,
                      const struct db_oci_ref *row, int by_digest, int digest)
 {
 	const char *cache = req_env(r, "LARDER_PAGE_CACHE");
-	struct send_opts o = {.content_type = row->media_type};
+	struct send_opts o = {.content_type = row->media_type,
+	                      .inline_under = SMALL_BODY};
 
 	o.cache_control = by_digest ? SEND_IMMUTABLE : "no-cache";
 	o.expires = by_digest ? (long long)time(NULL) + 31536000 :
@@ -385,8 +390,10 @@ static void blob_stored(struct db *db, const char *sha256, long long size,
 
 static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 {
+	/* a warm blob's HEAD from larder itself, its GET from the web server */
 	struct send_opts so = {.content_type = "application/octet-stream",
-	                       .cache_control = SEND_IMMUTABLE};
+	                       .cache_control = SEND_IMMUTABLE,
+	                       .inline_under = 1};
 	const char *hex = x->rt.ref + 7;
 	char key[FLIGHT_KEY_MAX + 1], url[2400], what[300], sha[65];
 	char err[1024] = "";

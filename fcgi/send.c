@@ -119,6 +119,17 @@ static int stream(struct worker *w, struct req *r, const char *sha,
 	return 0;
 }
 
+/* Whether the blob is smaller than limit bytes (no: when it cannot be
+ * told, and the web server finds out). */
+static int smaller(const struct conf *c, const char *sha256, long long limit)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	return blob_path(c->data_dir, sha256, path, sizeof(path)) == 0 &&
+	       stat(path, &st) == 0 && st.st_size < limit;
+}
+
 int send_blob(struct worker *w, struct req *r, const char *sha256,
 	      const struct send_opts *o)
 {
@@ -150,7 +161,8 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	 * validators for the file, not ours. */
 	if (!o->whole && etag_matches(req_env(r, "HTTP_IF_NONE_MATCH"), sha256))
 		return req_start(r, 304) ? EPIPE : 0;
-	if (o->inline_body)
+	if (o->inline_body || (o->inline_under > 0 &&
+	                       (r->head || smaller(c, sha256, o->inline_under))))
 		return stream(w, r, sha256, o);
 	switch (c->sendfile) {
 	case CONF_SENDFILE_ACCEL:

@@ -25,6 +25,12 @@ struct send_opts {
 	int whole;                  /* never a 304: a cache in front that
 	                               revalidates would keep its own copy's
 	                               headers (a stale page goes out whole) */
+	long long inline_under;     /* a HEAD, or a body of fewer bytes than
+	                               this, is sent by larder itself: nginx
+	                               closes its FastCGI connection after
+	                               every X-Accel-Redirect, which costs a
+	                               small answer more than its bytes do
+	                               (0: the sendfile mode decides) */
 };
 
 /* Sends blob sha256 as the response to r. Returns 0 when a response was
