@@ -41,6 +41,20 @@ party with an empty state) and warm, in rounds whose party order rotates:
   endpoints         every URL larder serves, one warm request each
                     (larder behind nginx only)
 
+and, for container images (oci.py: skopeo, Debian's docker-registry as the
+upstream and as a pull-through cache, larder's /v2/; skipped with the
+reason when docker-registry or skopeo is missing):
+
+  oci-pull          skopeo copy of six images one after another, cold and
+                    warm (s)
+  oci-layer         a warm 30 MB layer, 1 and 8 curl readers (MB/s)
+  oci-fleet         ten skopeo pulls of one image at once, cold and warm (s;
+                    upstream requests per blob and manifest counted)
+  oci-endpoints     warm manifest by digest and by tag (GET, HEAD),
+                    tags/list, blob HEAD, /v2/: 32 connections (req/s)
+  oci-burst         50 concurrent tags/list requests and GETs of a stale
+                    tag: the upstream requests they cost
+
 Every result carries the CPU seconds of the party's process tree (web
 server, larder workers, detached fetchers) and its peak RSS over the
 measurement, but slow-misses' (a sampler would disturb its latencies); raw
@@ -52,11 +66,12 @@ Usage (from anywhere; larder is --larder, else $LARDER_BIN, else ./larder):
       [--parties a,b] [--workloads x,y] [--latency-ms 20] [--mbit 200]
       [--venv DIR]      # where devpi-server, proxpi or pypiserver live
   contrib/bench/bench.py --smoke    # every workload once on a tiny corpus (CI)
-Needs nginx, lighttpd, apache2 with mod_fcgid and mod_xsendfile, wrk, curl,
-python3-venv, cc (contrib/deps.sh test installs them). Run it on a release
-build: an --enable-debug (ASan) binary measures the sanitizers. Exit status:
-0 when every request and install succeeded (goals are reported, never
-enforced), 1 when something failed, 2 when it cannot run here.
+Needs nginx, lighttpd, apache2 with mod_fcgid and mod_xsendfile (and its
+ab), wrk, curl, python3-venv, cc, skopeo and docker-registry (contrib/deps.sh
+test installs them). Run it on a release build: an --enable-debug (ASan)
+binary measures the sanitizers. Exit status: 0 when every request and
+install succeeded (goals are reported, never enforced), 1 when something
+failed, 2 when it cannot run here.
 """
 
 import argparse
@@ -82,6 +97,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
 import corpus as corpusmod  # noqa: E402
+import oci as ocimod  # noqa: E402
 import parties as partymod  # noqa: E402
 import stack  # noqa: E402
 import standin  # noqa: E402
@@ -90,8 +106,9 @@ import wheels  # noqa: E402
 JSON_ACCEPT = stack.PIP_ACCEPT
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
-WORKLOADS = ["install", "parallel-install", "throughput-cold", "slow-misses",
-             "throughput-hot", "metadata", "cold-files", "swarm", "endpoints"]
+PYPI_WORKLOADS = ["install", "parallel-install", "throughput-cold", "slow-misses",
+                  "throughput-hot", "metadata", "cold-files", "swarm", "endpoints"]
+WORKLOADS = PYPI_WORKLOADS + ocimod.WORKLOADS
 MB = 1e6
 
 
@@ -1494,12 +1511,16 @@ def parse_args(argv):
     ap.add_argument("--larder-set", action="append", default=[], metavar="KEY=VALUE",
                     help="a [larder] key for every larder party (repeatable), e.g. "
                     "prefetch_metadata=no")
-    ap.add_argument("--parties", default=",".join(partymod.ALL))
+    ap.add_argument("--parties", default=",".join(partymod.ALL + ocimod.ONLY_OCI))
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--venv", default=None,
                     help="a virtualenv holding devpi-server, proxpi or pypiserver")
     ap.add_argument("--corpus-dir", default=None,
                     help="where the corpus is built and kept between runs")
+    ap.add_argument("--oci-images", default=None,
+                    help="where the OCI workloads' images are built and kept between runs")
+    ap.add_argument("--layer-reps", type=int, default=30,
+                    help="times each reader reads the warm layer (oci-layer)")
     ap.add_argument("--work", default=None, help="work dir (default: a new temp dir)")
     ap.add_argument("--json", default=None, help="write the report here")
     ap.add_argument("--doc", default=None,
@@ -1519,6 +1540,7 @@ def parse_args(argv):
         args.slow_files = min(args.slow_files, 5)
         args.slow_seconds = min(args.slow_seconds, 1.0)
         args.cold_files = min(args.cold_files, 6)
+        args.layer_reps = 1
         args.latency_ms = min(args.latency_ms, 2.0)
         # the shared link is still exercised, just not a bottleneck
         args.mbit = 2000.0 if args.mbit == 200.0 else args.mbit
@@ -1529,6 +1551,12 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
+    selected = args.workloads.split(",")
+    unknown = [w for w in selected if w not in WORKLOADS]
+    if unknown:
+        log("unknown workload %r (one of %s)" % (unknown[0], ", ".join(WORKLOADS)))
+        return 2
+    pypi = [w for w in selected if w in PYPI_WORKLOADS]
     command = " ".join(["contrib/bench/bench.py"] + (argv if argv is not None
                                                      else sys.argv[1:]))
     for tool in ("wrk", "curl"):
@@ -1553,39 +1581,48 @@ def main(argv=None):
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
-    upstream = None
+    upstream = oci = None
     rc = 0
     try:
-        cdir = args.corpus_dir or os.path.join("/var/tmp", "larder-bench-corpus" +
-                                               ("-smoke" if args.smoke else ""))
-        t0 = time.monotonic()
-        bench.corpus = corpusmod.build(cdir, smoke=args.smoke)
-        log("corpus: %d projects, %d files, in %s (%.1f s)" % (
-            bench.corpus["projects"], bench.corpus["files"], cdir, time.monotonic() - t0))
-        bench.openloop_bin = build_openloop(work)
-        bench.template = stack.make_venv(os.path.join(work, "venv-template"))
-        # assigned before start(): a relay that fails to start must not
-        # leave the stand-in running
-        upstream = bench.upstream = Upstream(work, bench.corpus["wheel_dir"],
-                                             args.latency_ms, args.mbit)
-        upstream.start()
+        if pypi:
+            cdir = args.corpus_dir or os.path.join("/var/tmp", "larder-bench-corpus" +
+                                                   ("-smoke" if args.smoke else ""))
+            t0 = time.monotonic()
+            bench.corpus = corpusmod.build(cdir, smoke=args.smoke)
+            log("corpus: %d projects, %d files, in %s (%.1f s)" % (
+                bench.corpus["projects"], bench.corpus["files"], cdir,
+                time.monotonic() - t0))
+            bench.openloop_bin = build_openloop(work)
+            bench.template = stack.make_venv(os.path.join(work, "venv-template"))
+            # assigned before start(): a relay that fails to start must not
+            # leave the stand-in running
+            upstream = bench.upstream = Upstream(work, bench.corpus["wheel_dir"],
+                                                 args.latency_ms, args.mbit)
+            upstream.start()
         bench.parties = {}
         for name in args.parties.split(","):
+            if name in ocimod.ONLY_OCI:
+                continue
             bench.parties[name] = partymod.make(name, work, upstream, args)
             p = bench.parties[name]
             log("party %-18s %s" % (name, "present" if p.present else "absent: " + p.reason))
-        for w in args.workloads.split(","):
+        if len(pypi) < len(selected):
+            oci = ocimod.OciBench(bench, sys.modules[__name__])
+            for p in oci.parties.values():
+                log("oci party %-14s %s" % (p.name, "present" if p.present
+                                            else "absent: " + p.reason))
+        for w in selected:
             fn = {"install": bench.w_install, "parallel-install": bench.w_parallel,
                   "throughput-cold": bench.w_throughput_cold,
                   "slow-misses": bench.w_slow_misses,
                   "throughput-hot": bench.w_throughput_hot, "metadata": bench.w_metadata,
                   "cold-files": bench.w_cold_files,
                   "swarm": bench.w_swarm, "endpoints": bench.w_endpoints}.get(w)
-            if fn is None:
-                log("unknown workload %r (one of %s)" % (w, ", ".join(WORKLOADS)))
-                return 2
             log("== %s" % w)
-            fn()
+            if fn is None:
+                oci.run(w)
+            else:
+                fn()
     except (Failure, partymod.PartyError) as e:
         bench.fail(str(e))
     except KeyboardInterrupt:
@@ -1598,8 +1635,20 @@ def main(argv=None):
                 log("stopping %s: %s" % (p.name, e))
         if upstream is not None:
             upstream.stop()
+        if oci is not None:
+            oci.stop()
         partymod.kill_leftovers(work)
     order = [n for n in partymod.ALL if n in getattr(bench, "parties", {})]
+    infos = [bench.parties[n].info() for n in order]
+    for info in oci.party_infos() if oci is not None else []:
+        if info["name"] not in order:
+            order.append(info["name"])
+            infos.append(info)
+        else:   # the same party in both halves: the version of whichever ran
+            known = infos[order.index(info["name"])]
+            known["version"] = known["version"] or info["version"]
+    wan = {"latency_ms": args.latency_ms, "bandwidth_mbit": args.mbit or None} \
+        if args.latency_ms or args.mbit else None
     report = {
         "schema": 1, "command": command,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t_start)),
@@ -1607,7 +1656,7 @@ def main(argv=None):
         "machine": machine(),
         "setup": {
             "rounds": args.rounds,
-            "wan": upstream.describe() if upstream else None,
+            "wan": upstream.describe() if upstream else wan,
             "corpus": {k: bench.corpus.get(k) for k in (
                 "projects", "files", "install_set", "big_wheel_mib", "largest_page_kib")}
             if hasattr(bench, "corpus") else None,
@@ -1615,12 +1664,14 @@ def main(argv=None):
                        "version": partymod._version([args.larder, "--version"])},
             "notes": notes + ["parallel-install ran %d round(s)" % args.parallel_rounds,
                               "failures: %d" % len(bench.failures)]},
-        "parties": [bench.parties[n].info() for n in order],
+        "parties": infos,
         "workloads": bench.res.build(order),
-        "goals": bench.goals(),
+        "goals": (bench.goals() if pypi else []) + (oci.goals() if oci else []),
         "endpoints": bench.endpoints,
         "failures": bench.failures,
     }
+    if oci is not None:
+        report["oci"] = oci.info()
     if args.json:
         with open(args.json + ".tmp", "w") as f:
             json.dump(report, f, indent=1)
