@@ -101,6 +101,7 @@ import oci as ocimod  # noqa: E402
 import parties as partymod  # noqa: E402
 import stack  # noqa: E402
 import standin  # noqa: E402
+import wan as wanmod  # noqa: E402
 import wheels  # noqa: E402
 
 JSON_ACCEPT = stack.PIP_ACCEPT
@@ -145,19 +146,14 @@ class Upstream:
                                      public_files_port=self.files_port, quiet=True)
         self.standin.start(timeout=120)
         if wan:
-            cmd = [stack.PYTHON, os.path.join(HERE, "wan.py"),
-                   "--listen", str(self.index_port), "--target", "127.0.0.1:%d" % sport,
-                   "--listen", str(self.files_port), "--target", "127.0.0.1:%d" % sfport,
-                   "--latency-ms", str(self.latency_ms or 0)]
-            if self.mbit:
-                cmd += ["--mbit", str(self.mbit)]
-            out = open(os.path.join(self.work, "wan.log"), "ab")
-            self.relay = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=out,
-                                          stdin=subprocess.DEVNULL, start_new_session=True)
-            out.close()
-            line = self.relay.stdout.readline().decode()
-            if not line.startswith("READY"):
-                raise Failure("wan.py did not start: %r" % line)
+            try:
+                self.relay, _ = wanmod.spawn(
+                    [(self.index_port, "127.0.0.1:%d" % sport),
+                     (self.files_port, "127.0.0.1:%d" % sfport)],
+                    self.latency_ms, self.mbit, os.path.join(self.work, "wan.log"),
+                    python=stack.PYTHON)
+            except RuntimeError as e:
+                raise Failure(str(e))
         return self
 
     @property

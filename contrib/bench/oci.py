@@ -71,6 +71,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 import ociup  # noqa: E402
 import parties as partymod  # noqa: E402
 import stack  # noqa: E402
+import wan as wanmod  # noqa: E402
 
 WORKLOADS = ["oci-pull", "oci-layer", "oci-fleet", "oci-endpoints", "oci-burst"]
 PARTIES = ["direct", "oci-layout", "distribution", "nginx-static", "larder-nginx"]
@@ -380,19 +381,9 @@ class Upstream:
         self.version = registry_version()
         self.port = self.registry.port
         if self.latency_ms or self.mbit:
-            cmd = [stack.PYTHON, os.path.join(HERE, "wan.py"), "--listen", "0",
-                   "--target", "127.0.0.1:%d" % self.registry.port,
-                   "--latency-ms", str(self.latency_ms or 0)]
-            if self.mbit:
-                cmd += ["--mbit", str(self.mbit)]
-            out = open(os.path.join(self.work, "wan.log"), "ab")
-            self.relay = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=out,
-                                          stdin=subprocess.DEVNULL, start_new_session=True)
-            out.close()
-            line = self.relay.stdout.readline().decode()
-            if not line.startswith("READY port="):
-                raise RuntimeError("wan.py did not start: %r" % line)
-            self.port = int(line.split("=", 1)[1])
+            self.relay, (self.port,) = wanmod.spawn(
+                [(0, "127.0.0.1:%d" % self.registry.port)], self.latency_ms, self.mbit,
+                os.path.join(self.work, "wan.log"), python=stack.PYTHON)
         return self
 
     @property
@@ -474,15 +465,8 @@ class _Party(partymod.Party):
     def url(self, repo, *rest):
         return "http://%s/v2/%s%s/%s" % (self.host, self.prefix, repo, "/".join(rest))
 
-    def _new_dir(self):
-        # "oci-" keeps these apart from the PyPI parties' directories
-        self.runs += 1
-        self.dir = os.path.join(self.work, "oci-%s-%d" % (self.name, self.runs))
-        if os.path.exists(self.dir):
-            shutil.rmtree(self.dir)
-        os.makedirs(self.dir)
-        os.chmod(self.dir, 0o755)
-        return self.dir
+    # keeps these apart from the PyPI parties' directories
+    dir_prefix = "oci-"
 
 
 class Direct(_Party):

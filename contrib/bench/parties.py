@@ -134,9 +134,12 @@ class Party:
         return {"name": self.name, "label": self.label, "kind": self.kind,
                 "present": self.present, "version": self.version, "reason": self.reason}
 
+    dir_prefix = ""
+
     def _new_dir(self):
         self.runs += 1
-        self.dir = os.path.join(self.work, "%s-%d" % (self.name, self.runs))
+        self.dir = os.path.join(self.work, "%s%s-%d" % (self.dir_prefix, self.name,
+                                                       self.runs))
         if os.path.exists(self.dir):
             shutil.rmtree(self.dir)
         os.makedirs(self.dir)

@@ -64,9 +64,11 @@ import argparse
 import asyncio
 import collections
 import json
+import os
 import signal
 import socket
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -524,6 +526,27 @@ def parse_args(argv):
     if len(args.listen) != len(args.target):
         ap.error("give one --target per --listen")
     return args
+
+
+def spawn(routes, latency_ms, mbit, log_path, python=sys.executable):
+    """Starts this relay in a process of its own (its own session), one
+    listening port per (listen_port, "host:port") of routes (0: any free
+    port), and waits until it listens. Returns (the Popen, [the ports])."""
+    cmd = [python, os.path.abspath(__file__)]
+    for port, target in routes:
+        cmd += ["--listen", str(port), "--target", target]
+    cmd += ["--latency-ms", str(latency_ms or 0)]
+    if mbit:
+        cmd += ["--mbit", str(mbit)]
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=out,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    line = proc.stdout.readline().decode()
+    if not line.startswith("READY port="):
+        proc.kill()
+        proc.wait()
+        raise RuntimeError("wan.py did not start: %r" % line)
+    return proc, [int(p) for p in line.split("=", 1)[1].split(",")]
 
 
 def main(argv=None):
