@@ -161,8 +161,11 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	 * validators for the file, not ours. */
 	if (!o->whole && etag_matches(req_env(r, "HTTP_IF_NONE_MATCH"), sha256))
 		return req_start(r, 304) ? EPIPE : 0;
-	if (o->inline_body || (o->inline_under > 0 &&
-	                       (r->head || smaller(c, sha256, o->inline_under))))
+	/* (an inline_under of 1 is HEADs only: no stat for a GET) */
+	if (o->inline_body ||
+	    (o->inline_under > 0 &&
+	     (r->head || (o->inline_under > 1 &&
+	                  smaller(c, sha256, o->inline_under)))))
 		return stream(w, r, sha256, o);
 	switch (c->sendfile) {
 	case CONF_SENDFILE_ACCEL:
