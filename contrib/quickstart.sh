@@ -67,8 +67,10 @@ sed -e "s|@USER@|$user_line|" -e "s|@PREFIX@|$run/nginx|g" \
     -e "s|@FASTCGI@|unix:$run/larder.sock|" \
     conf/nginx-standalone.conf > "$run/nginx/nginx.conf"
 
+# larder refuses to run as root unless told which user to be: here, the
+# one running this script (nginx's workers run as that user too)
 nohup "$larder" serve -c "$run/larder.conf" --listen "unix:$run/larder.sock" \
-	--workers 4 >"$run/larder.log" 2>&1 &
+	--workers 4 --user "$(id -un)" >"$run/larder.log" 2>&1 &
 echo $! > "$run/larder.pid"
 i=0
 while [ ! -S "$run/larder.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done

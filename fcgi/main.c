@@ -2,7 +2,8 @@
  *
  *   larder                       FastCGI worker (listening socket on fd 0),
  *                                or CGI (GATEWAY_INTERFACE set)
- *   larder serve ...             preforking FastCGI server
+ *   larder serve ...             preforking FastCGI server (or on the
+ *                                socket systemd passes)
  *   larder config check [-c F]   validate a config, print effective values
  *   larder config man            print larder.conf(5)
  *   larder fsck [-c F] [--repair]  check the store
@@ -25,8 +26,8 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: larder serve [-c FILE] --listen HOST:PORT|unix:PATH "
-	      "[--workers N]\n"
+	fputs("usage: larder serve [-c FILE] [--listen HOST:PORT|unix:PATH] "
+	      "[--workers N] [--user NAME]\n"
 	      "       larder config check [-c FILE]\n"
 	      "       larder config man\n"
 	      "       larder fsck [-c FILE] [--repair]\n"

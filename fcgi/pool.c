@@ -32,7 +32,10 @@ struct pool_slot {
 struct pool_board {
 	volatile pid_t supervisor;
 	volatile unsigned gen;
-	volatile long nslots;    /* slots in use: max_workers */
+	volatile long nslots;    /* slots new workers may take: max_workers */
+	volatile long span;      /* slots ever used, >= nslots: a reload
+				  * that shrinks the pool leaves old workers
+				  * above nslots until they go */
 	struct pool_slot slot[POOL_MAX];
 };
 
@@ -57,7 +60,7 @@ void pool_mark(struct pool_board *b, int slot, int busy)
 	__atomic_store_n(&b->slot[slot].busy, busy, __ATOMIC_RELEASE);
 	if (!busy)
 		return;
-	for (long i = 0; i < b->nslots; i++) {
+	for (long i = 0; i < b->span; i++) {
 		const struct pool_slot *s = &b->slot[i];
 
 		if (s->pid && !s->retiring && s->gen == b->gen &&
@@ -111,7 +114,7 @@ static void reap(struct pool_board *b)
 	int status;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		for (long i = 0; i < b->nslots; i++) {
+		for (long i = 0; i < b->span; i++) {
 			if (b->slot[i].pid != pid)
 				continue;
 			b->slot[i].pid = 0;
@@ -134,7 +137,7 @@ static struct census count(const struct pool_board *b)
 {
 	struct census n = {0, 0, 0};
 
-	for (long i = 0; i < b->nslots; i++) {
+	for (long i = 0; i < b->span; i++) {
 		const struct pool_slot *s = &b->slot[i];
 
 		if (!s->pid)
@@ -184,7 +187,7 @@ static void trim(struct pool_board *b, long min)
 	time_t now = time(NULL);
 	struct census n = count(b);
 
-	for (long i = 0; i < b->nslots; i++) {
+	for (long i = 0; i < b->span; i++) {
 		struct pool_slot *s = &b->slot[i];
 
 		if (!s->pid || s->retiring || s->gen != b->gen)
@@ -208,7 +211,7 @@ static void trim(struct pool_board *b, long min)
 /* SIGTERM to every worker not of generation gen (all when gen is -1). */
 static void retire(struct pool_board *b, long gen)
 {
-	for (long i = 0; i < b->nslots; i++) {
+	for (long i = 0; i < b->span; i++) {
 		struct pool_slot *s = &b->slot[i];
 
 		if (s->pid && (gen < 0 || s->gen != (unsigned)gen)) {
@@ -216,6 +219,24 @@ static void retire(struct pool_board *b, long gen)
 			kill(s->pid, SIGTERM);
 		}
 	}
+}
+
+/* Sizes the pool from c: returns the least number of workers to keep
+ * (workers, from the command line, else the config's) and sets the slots
+ * new workers may take (max_workers, at least that, at most POOL_MAX). */
+static long size_pool(struct pool_board *b, const struct conf *c,
+		      long workers)
+{
+	long min = workers ? workers : c->workers;
+
+	if (min > POOL_MAX)
+		min = POOL_MAX;
+	b->nslots = c->max_workers > min ? c->max_workers : min;
+	if (b->nslots > POOL_MAX)
+		b->nslots = POOL_MAX;
+	if (b->span < b->nslots)
+		b->span = b->nslots;
+	return min;
 }
 
 /* Re-reads the config into c and starts a new generation. Returns 0, or
@@ -246,7 +267,7 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 	struct pool_board *b;
 	struct sigaction sa;
 	sigset_t block, old;
-	long min = workers ? workers : c->workers;
+	long min;
 	int fl;
 
 	b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE,
@@ -257,9 +278,7 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 	}
 	memset(b, 0, sizeof(*b));
 	b->supervisor = getpid();
-	b->nslots = c->max_workers > min ? c->max_workers : min;
-	if (b->nslots > POOL_MAX)
-		b->nslots = POOL_MAX;
+	min = size_pool(b, c, workers);
 	fl = fcntl(listen_fd, F_GETFL);
 	if (fl < 0 || fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK) < 0) {
 		log_error(errno, "pool", "O_NONBLOCK on the listening socket");
@@ -300,6 +319,9 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 		if (got_hup) {
 			got_hup = 0;
 			if (reload(b, c, conf_path) == 0) {
+				min = size_pool(b, c, workers);
+				log_info("%ld to %ld workers", min,
+					 b->nslots);
 				fill(b, c, listen_fd, min);
 				retire(b, b->gen);
 			}
@@ -315,7 +337,7 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 			break;
 		usleep(50000);
 	}
-	for (long i = 0; i < b->nslots; i++)
+	for (long i = 0; i < b->span; i++)
 		if (b->slot[i].pid)
 			kill(b->slot[i].pid, SIGKILL);
 	reap(b);

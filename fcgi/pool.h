@@ -8,8 +8,9 @@
  * a slow download; idle extra workers go again after a while. Workers mark
  * themselves busy or idle in a scoreboard in shared memory (no system call
  * per request); the one that takes the last idle place wakes the
- * supervisor. SIGHUP re-reads the config and replaces the workers without
- * dropping a request; SIGTERM and SIGINT stop them and the supervisor.
+ * supervisor. SIGHUP re-reads the config, workers and max_workers included
+ * (a worker count given to pool_run still wins), and replaces the workers
+ * without dropping a request; SIGTERM and SIGINT stop them and the supervisor.
  */
 #ifndef LARDER_POOL_H
 #define LARDER_POOL_H

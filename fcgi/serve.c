@@ -1,8 +1,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <netdb.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,10 +85,131 @@ sys_fail:
 	return -1;
 }
 
+/* The first descriptor systemd passes (sd_listen_fds(3)). */
+#define LISTEN_FDS_START 3
+
+/* Socket activation, by hand: when $LISTEN_PID is this process and
+ * $LISTEN_FDS is 1, fd 3 is the listening socket systemd made. The
+ * variables are removed either way, so that no child sees them. Returns
+ * the descriptor, -1 when none was passed, or -2 with a reason in err. */
+static int listen_fds(char *err, size_t errlen)
+{
+	const char *pid_s = getenv("LISTEN_PID");
+	const char *fds_s = getenv("LISTEN_FDS");
+	int fd = -1, yes = 0, type = 0;
+	socklen_t len;
+	long pid, n;
+	char *end;
+
+	if (!pid_s || !fds_s)
+		goto out;
+	pid = strtol(pid_s, &end, 10);
+	if (*end || pid != (long)getpid())
+		goto out; /* meant for another process */
+	n = strtol(fds_s, &end, 10);
+	if (*end || n != 1) {
+		snprintf(err, errlen, "LISTEN_FDS=%s: larder takes exactly one "
+			 "socket (one ListenStream= in larder.socket)", fds_s);
+		fd = -2;
+		goto out;
+	}
+	len = sizeof(yes);
+	if (getsockopt(LISTEN_FDS_START, SOL_SOCKET, SO_ACCEPTCONN, &yes,
+		       &len) < 0 || !yes) {
+		snprintf(err, errlen, "LISTEN_FDS=1 but fd %d is not a "
+			 "listening socket", LISTEN_FDS_START);
+		fd = -2;
+		goto out;
+	}
+	len = sizeof(type);
+	if (getsockopt(LISTEN_FDS_START, SOL_SOCKET, SO_TYPE, &type,
+		       &len) < 0 || type != SOCK_STREAM) {
+		snprintf(err, errlen, "fd %d from systemd is not a stream "
+			 "socket (ListenStream=)", LISTEN_FDS_START);
+		fd = -2;
+		goto out;
+	}
+	fcntl(LISTEN_FDS_START, F_SETFD, FD_CLOEXEC);
+	fd = LISTEN_FDS_START;
+out:
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	return fd;
+}
+
+/* Becomes user (its groups, then its gid, then its uid) and checks that
+ * root cannot be had back. sock, when not NULL, is the unix socket just
+ * made: it is given to that user first so that it can remove it at the
+ * end. Returns 0, or -1 with a reason in err. */
+static int drop_privileges(const char *user, const char *sock, char *err,
+			   size_t errlen)
+{
+	struct passwd *pw;
+
+	errno = 0;
+	pw = getpwnam(user);
+	if (!pw) {
+		snprintf(err, errlen, "--user %s: %s", user,
+			 errno ? strerror(errno) : "no such user");
+		return -1;
+	}
+	if (geteuid() != 0) {
+		if (pw->pw_uid == geteuid())
+			return 0;
+		snprintf(err, errlen, "--user %s: only root can become another "
+			 "user", user);
+		return -1;
+	}
+	if (pw->pw_uid == 0)
+		return 0; /* --user root: told to stay root */
+	if (sock && chown(sock, pw->pw_uid, pw->pw_gid) < 0) {
+		snprintf(err, errlen, "chown %s to %s: %s", sock, user,
+			 strerror(errno));
+		return -1;
+	}
+	if (initgroups(user, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 ||
+	    setuid(pw->pw_uid) < 0) {
+		snprintf(err, errlen, "becoming %s: %s", user, strerror(errno));
+		return -1;
+	}
+	if (setuid(0) == 0 || seteuid(0) == 0 || getuid() == 0 ||
+	    geteuid() == 0 || getegid() == 0) {
+		snprintf(err, errlen, "becoming %s: root could be regained",
+			 user);
+		return -1;
+	}
+	return 0;
+}
+
+/* Returns 0 when this process may write in data_dir and its store
+ * directories, or -1 with a reason in err. */
+static int check_writable(const char *data_dir, const char *user, char *err,
+			  size_t errlen)
+{
+	static const char *const dirs[] = {"", "/blobs/sha256", "/tmp"};
+	char path[4096];
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", data_dir, dirs[i]);
+		if (access(path, W_OK | X_OK) == 0)
+			continue;
+		snprintf(err, errlen, "data_dir: %.900s is not writable by "
+			 "%s%s (%s); chown -R the data directory to that user",
+			 path, user ? "user " : "this process", user ? user : "",
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: larder serve [-c FILE] --listen "
-		"HOST:PORT|unix:PATH [--workers N]\n");
+	fprintf(stderr, "usage: larder serve [-c FILE] [--listen "
+		"HOST:PORT|unix:PATH] [--workers N] [--user NAME]\n"
+		"Without --listen, the socket systemd passes (LISTEN_FDS).\n"
+		"Started as root, --user NAME is required: larder binds, then "
+		"becomes NAME\n(--user root to stay root).\n");
 }
 
 int serve_main(int argc, char **argv)
@@ -94,9 +218,11 @@ int serve_main(int argc, char **argv)
 		{"config", required_argument, NULL, 'c'},
 		{"listen", required_argument, NULL, 'l'},
 		{"workers", required_argument, NULL, 'w'},
+		{"user", required_argument, NULL, 'u'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *conf_path = NULL, *listen_addr = NULL;
+	const char *conf_path = NULL, *listen_addr = NULL, *user = NULL;
+	const char *sock = NULL;
 	struct conf conf;
 	char err[1024];
 	long workers = 0;
@@ -104,13 +230,16 @@ int serve_main(int argc, char **argv)
 	char *end;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "c:l:w:", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:l:w:u:", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			conf_path = optarg;
 			break;
 		case 'l':
 			listen_addr = optarg;
+			break;
+		case 'u':
+			user = optarg;
 			break;
 		case 'w':
 			workers = strtol(optarg, &end, 10);
@@ -126,35 +255,68 @@ int serve_main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!listen_addr || optind != argc) {
+	if (optind != argc) {
 		usage();
+		return 2;
+	}
+	if (geteuid() == 0 && !user) {
+		fprintf(stderr, "larder serve: refusing to run as root: give "
+			"--user NAME to drop privileges after binding (or "
+			"--user root to stay root)\n");
 		return 2;
 	}
 	if (conf_load(&conf, conf_path, err, sizeof(err))) {
 		fprintf(stderr, "larder: %s\n", err);
 		return 1;
 	}
-	if (blob_init(conf.data_dir)) {
+	fd = listen_fds(err, sizeof(err));
+	if (fd == -1 && !listen_addr) {
+		fprintf(stderr, "larder serve: no --listen, and no socket from "
+			"systemd ($LISTEN_FDS)\n");
+		usage();
 		conf_free(&conf);
-		return 1;
+		return 2;
 	}
-	/* the first worker up sweeps what a previous run left behind */
-	snprintf(err, sizeof(err), "%s/tmp/.swept", conf.data_dir);
-	unlink(err);
-	fd = serve_listen(listen_addr, err, sizeof(err));
+	if (fd >= 0 && listen_addr) {
+		/* --listen wins; the inherited socket is not ours to serve */
+		close(fd);
+		fd = -1;
+	}
+	if (fd == -1) {
+		fd = serve_listen(listen_addr, err, sizeof(err));
+		if (strncmp(listen_addr, "unix:", 5) == 0)
+			sock = listen_addr + 5;
+	}
 	if (fd < 0) {
 		fprintf(stderr, "larder serve: %s\n", err);
 		conf_free(&conf);
 		return 1;
 	}
-	log_info("serving on %s with %ld to %ld workers, data in %s, config %s",
-		 listen_addr, workers ? workers : conf.workers,
-		 conf.max_workers, conf.data_dir,
-		 conf.source ? conf.source : "(built-in defaults)");
+	rc = 1;
+	if (user && drop_privileges(user, sock, err, sizeof(err))) {
+		fprintf(stderr, "larder serve: %s\n", err);
+		goto out;
+	}
+	if (blob_init(conf.data_dir))
+		goto out;
+	if (check_writable(conf.data_dir, user, err, sizeof(err))) {
+		fprintf(stderr, "larder serve: %s\n", err);
+		goto out;
+	}
+	/* the first worker up sweeps what a previous run left behind */
+	snprintf(err, sizeof(err), "%s/tmp/.swept", conf.data_dir);
+	unlink(err);
+	log_info("serving on %s with %ld to %ld workers, data in %s, config %s%s%s",
+		 listen_addr ? listen_addr : "the socket systemd passed",
+		 workers ? workers : conf.workers, conf.max_workers,
+		 conf.data_dir,
+		 conf.source ? conf.source : "(built-in defaults)",
+		 user ? ", as user " : "", user ? user : "");
 	rc = pool_run(&conf, conf_path, fd, workers);
+out:
 	close(fd);
-	if (strncmp(listen_addr, "unix:", 5) == 0)
-		unlink(listen_addr + 5);
+	if (sock)
+		unlink(sock);
 	conf_free(&conf);
 	return rc;
 }

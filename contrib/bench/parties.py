@@ -373,7 +373,7 @@ class LarderNginx:
         self.larder = _Server(self.dir, None)
         self.larder.proc = subprocess.Popen(
             [self.binary, "serve", "-c", self.conf, "--listen", "unix:" + self.sock,
-             "--workers", str(self.workers)],
+             "--workers", str(self.workers)] + stack.serve_user_args(self.binary),
             stdout=open(os.path.join(self.dir, "larder.log"), "ab"),
             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.dir,
             env=stack.clean_env(), start_new_session=True)

@@ -419,6 +419,27 @@ def spawn_server(server, cmd, out_path, log_path, what, timeout, ready=None):
     return server
 
 
+_USER_ARGS = {}
+
+
+def serve_user_args(binary):
+    """The arguments `larder serve` needs to run as the current user: as
+    root, ["--user", "root"] (larder refuses root without --user), when
+    binary knows --user (older builds, e.g. for contrib/bench/compare, do
+    not); else []."""
+    if os.geteuid() != 0:
+        return []
+    if binary not in _USER_ARGS:
+        try:
+            r = subprocess.run([binary, "--help"], capture_output=True,
+                               timeout=10, env=clean_env())
+            knows = b"--user" in r.stdout + r.stderr
+        except OSError:
+            knows = False
+        _USER_ARGS[binary] = ["--user", "root"] if knows else []
+    return _USER_ARGS[binary]
+
+
 class Larder:
     """`larder serve` as a subprocess, with its config, data dir and log in
     workdir."""
@@ -449,6 +470,7 @@ class Larder:
     def start(self, timeout=15):
         cmd = [self.binary, "serve", "-c", self.conf,
                "--listen", self.listen, "--workers", str(self.workers)]
+        cmd += serve_user_args(self.binary)
         if self.sock:
             return spawn_server(self, cmd, self.log, self.log, "larder", timeout,
                                 ready=lambda: _unix_open(self.sock))
