@@ -182,8 +182,8 @@ static int drop_privileges(const char *user, const char *sock, char *err,
 	return 0;
 }
 
-/* Returns 0 when this process may write in data_dir and its store
- * directories, or -1 with a reason in err. */
+/* Returns 0 when this process may write in those of data_dir and its
+ * store directories that exist, or -1 with a reason in err. */
 static int check_writable(const char *data_dir, const char *user, char *err,
 			  size_t errlen)
 {
@@ -192,8 +192,8 @@ static int check_writable(const char *data_dir, const char *user, char *err,
 
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(path, sizeof(path), "%s%s", data_dir, dirs[i]);
-		if (access(path, W_OK | X_OK) == 0)
-			continue;
+		if (access(path, W_OK | X_OK) == 0 || errno == ENOENT)
+			continue; /* blob_init makes what is missing */
 		snprintf(err, errlen, "data_dir: %.900s is not writable by "
 			 "%s%s (%s); chown -R the data directory to that user",
 			 path, user ? "user " : "this process", user ? user : "",
@@ -294,6 +294,12 @@ int serve_main(int argc, char **argv)
 	}
 	rc = 1;
 	if (user && drop_privileges(user, sock, err, sizeof(err))) {
+		fprintf(stderr, "larder serve: %s\n", err);
+		goto out;
+	}
+	/* before and after making the store's directories: a clear reason
+	 * rather than mkdir's when one that is there is not ours */
+	if (check_writable(conf.data_dir, user, err, sizeof(err))) {
 		fprintf(stderr, "larder serve: %s\n", err);
 		goto out;
 	}
