@@ -6,12 +6,15 @@
 #   3. on each build, the C unit tests (make check) and the integration
 #      tests (real nginx, lighttpd, Apache, real pip, a stand-in upstream);
 #      any sanitizer report fails the run;
-#   4. every fuzz target for FUZZ_SECONDS (default 15);
-#   5. every benchmark once on tiny inputs (make bench-smoke).
+#   4. the Debian package: built with dpkg-buildpackage in a copy of the
+#      tree, lintian, installed with apt-get, run as the service would be
+#      behind nginx for a pip install, purged (tests/integration/test_deb.py);
+#   5. every fuzz target for FUZZ_SECONDS (default 15);
+#   6. every benchmark once on tiny inputs (make bench-smoke).
 #
 #   contrib/run-tests.sh                  everything
 #   contrib/run-tests.sh -k negotiation   integration tests matching a name
-#   ASAN=0 FUZZ=0 BENCH=0 contrib/run-tests.sh   release build only
+#   ASAN=0 FUZZ=0 BENCH=0 DEB=0 contrib/run-tests.sh   release build only
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -76,6 +79,37 @@ for b in $builds; do
 		tests/integration "$@"
 	unset ASAN_OPTIONS UBSAN_OPTIONS
 done
+
+if [ "${DEB:-1}" != 0 ] && [ $# -eq 0 ]; then
+	echo "== Debian package: build, lintian, install, pip through it, purge"
+	deb_start=$(date +%s)
+	debdir=$(mktemp -d)
+	# dpkg-buildpackage writes next to the tree: build in a copy of it
+	# (what git knows of, committed or not; the whole tree without git)
+	mkdir "$debdir/larder"
+	if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
+		git -C "$top" ls-files -co --exclude-standard | tar -cf - -T -
+	else
+		tar --exclude=./build --exclude=./build-asan --exclude=./run \
+			--exclude=./tests/out -cf - .
+	fi | tar -xf - -C "$debdir/larder"
+	if (cd "$debdir/larder" && DEB_BUILD_OPTIONS=parallel=2 \
+		dpkg-buildpackage -us -uc -b) >"$out/deb-build.log" 2>&1; then
+		cp "$debdir"/*.deb "$out/"
+		LARDER_DEB=$(ls "$debdir"/larder_*.deb) \
+			LARDER_BIN="$(echo "$builds" | sed 's/^[a-z]*://; s/ .*//')/larder" \
+			/usr/bin/python3 -m pytest \
+			-p no:cacheprovider -q -rs \
+			--junitxml="$out/integration-deb.xml" \
+			tests/integration/test_deb.py
+	else
+		tail -n 30 "$out/deb-build.log"
+		printf '<testsuite><testcase name="dpkg-buildpackage"><failure message="see tests/out/deb-build.log"/></testcase></testsuite>\n' \
+			>"$out/integration-deb.xml"
+	fi
+	rm -rf "$debdir"
+	echo "deb step: $(($(date +%s) - deb_start)) s"
+fi
 
 if [ "${FUZZ:-1}" != 0 ] && [ $# -eq 0 ]; then
 	echo "== fuzzing, ${FUZZ_SECONDS:-15} s per target"
