@@ -6,12 +6,18 @@
 #   contrib/quickstart.sh stop     stop nginx and larder
 #
 # LARDER_UPSTREAM points the "pypi" index elsewhere (default
-# https://pypi.org/simple/); LARDER_PORT changes the port.
+# https://pypi.org/simple/), LARDER_TRUSTED_HOSTS names the hosts its pages
+# link files on (default files.pythonhosted.org), LARDER_PORT changes the
+# port. It ends by writing run/env, which puts the larder it built on PATH,
+# its config in $LARDER_CONFIG and its man pages on MANPATH:
+#
+#   . run/env; larder config check; larder fsck; man larder
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 run="$top/run"
 port="${LARDER_PORT:-4433}"
 upstream="${LARDER_UPSTREAM:-https://pypi.org/simple/}"
+trusted="${LARDER_TRUSTED_HOSTS:-files.pythonhosted.org}"
 
 stop() {
 	for p in nginx larder; do
@@ -40,6 +46,7 @@ else
 		--localstatedir=/var >/dev/null; } && make -j2 >/dev/null)
 	larder="$top/build/larder"
 fi
+bindir=$(dirname "$larder")
 
 stop
 mkdir -p "$run/data" "$run/nginx"
@@ -53,6 +60,7 @@ sendfile_prefix = /_larder/
 [index "pypi"]
 type = cache
 upstream = $upstream
+trusted_hosts = $trusted
 
 [index "root/pypi"]
 type = virtual
@@ -84,5 +92,22 @@ until curl -fs "http://127.0.0.1:$port/+health" >/dev/null 2>&1; do
 	fi
 	sleep 0.1
 done
+# the man pages where man finds them with run/env's MANPATH
+mkdir -p "$run/man/man5" "$run/man/man8"
+cp "$top/man/larder.8" "$run/man/man8/larder.8"
+"$larder" config man >"$run/man/man5/larder.conf.5"
+cat >"$run/env" <<ENV
+# written by contrib/quickstart.sh: . run/env puts this larder on PATH,
+# its config in LARDER_CONFIG (larder config check, larder fsck) and its
+# man pages on MANPATH (man larder, man 5 larder.conf)
+PATH="$bindir:\$PATH"
+LARDER_CONFIG="$run/larder.conf"
+MANPATH="$run/man:\${MANPATH:-}"
+export PATH LARDER_CONFIG MANPATH
+ENV
 echo "larder is up: pip install --index-url http://127.0.0.1:$port/root/pypi/simple/ PACKAGE"
-echo "logs: $run/larder.log, $run/nginx/; stop with: contrib/quickstart.sh stop"
+echo "binary: $larder"
+echo "config: $run/larder.conf (data: $run/data)"
+echo "logs:   $run/larder.log, $run/nginx/"
+echo "next:   . $run/env; larder config check; larder fsck; man larder"
+echo "stop:   contrib/quickstart.sh stop"
