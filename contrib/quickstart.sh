@@ -35,7 +35,9 @@ fi
 
 "$top/contrib/deps.sh" build
 cd "$top"
-[ -x configure ] || ./autogen.sh >/dev/null
+mkdir -p "$run"
+[ -x configure ] || ./autogen.sh >"$run/autogen.log" 2>&1 ||
+	{ cat "$run/autogen.log" >&2; exit 1; }
 if [ -f config.status ]; then
 	# configured in place by hand: use that build
 	make -j2 >/dev/null
