@@ -24,7 +24,6 @@ import sys
 import pytest
 
 import stack as stackmod
-from wheels import A11, B10, C20  # noqa: F401
 
 DEB = os.environ.get("LARDER_DEB")
 UNITS = "/lib/systemd/system"

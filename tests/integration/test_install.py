@@ -23,7 +23,7 @@ import pytest
 import flighthelp as fh
 import frontends
 import stack as stackmod
-from wheels import A10, A11, B10, C10, C20  # noqa: F401
+from wheels import A11
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
