@@ -7,6 +7,7 @@
  *   larder config check [-c F]   validate a config, print effective values
  *   larder config man            print larder.conf(5)
  *   larder fsck [-c F] [--repair]  check the store
+ *   larder warm ...              fill a running larder's cache
  *   larder --version
  */
 #include "config.h"
@@ -21,6 +22,7 @@
 #include "fcgi/loop.h"
 #include "fcgi/pool.h"
 #include "fcgi/serve.h"
+#include "fcgi/warm.h"
 #include "storage/blob.h"
 #include "storage/fsck.h"
 
@@ -31,6 +33,8 @@ static void usage(FILE *f)
 	      "       larder config check [-c FILE]\n"
 	      "       larder config man\n"
 	      "       larder fsck [-c FILE] [--repair]\n"
+	      "       larder warm [--url BASE] -r FILE ... | --image REF ... "
+	      "(larder warm -h)\n"
 	      "       larder --version\n"
 	      "Started by a web server with a listening socket on fd 0, larder "
 	      "is a FastCGI\nworker; with GATEWAY_INTERFACE set, a CGI "
@@ -170,6 +174,8 @@ int main(int argc, char **argv)
 		return config_cmd(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "fsck") == 0)
 		return fsck_cmd(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "warm") == 0)
+		return warm_main(argc - 1, argv + 1);
 	if (argc > 1) {
 		usage(stderr);
 		return 2;
