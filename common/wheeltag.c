@@ -167,7 +167,7 @@ int wheeltag_target_init(struct wheeltag_target *t, const char *python,
                          const char *platform)
 {
 	struct plats *p = NULL;
-	char cp[16], abi3[16], pys[102][8];
+	char cp[16], abi3[16], pys[102][16];
 	size_t cap, npy = 0;
 	int err, minor;
 	char *end;
