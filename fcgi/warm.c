@@ -54,6 +54,7 @@ struct run {
 	struct warm_job **jobs;
 	size_t njobs;
 	long failures;
+	long pages; /* of t.done, pages and manifests */
 	struct warm_totals t;
 };
 
@@ -442,6 +443,7 @@ static int warm_requirements(struct run *run)
 		rc = warm_http_run(run->jobs, run->njobs, run->o->jobs,
 		                   run->o->tty, "pages", &run->t);
 	run->failures += run->t.failed;
+	run->pages = run->t.done;
 	/* each requirement's files on its page */
 	for (size_t i = 0; i < run->nfiles && !rc; i++)
 		for (size_t k = 0; k < run->files[i]->r.n && !rc; k++) {
@@ -551,12 +553,13 @@ static int image_job(struct run *run, const char *name, const char *kind,
 static int run_manifests(struct run *run, size_t first, struct oci_manifest *m,
                          int *ok)
 {
-	long before = run->t.failed;
+	long before = run->t.failed, done = run->t.done;
 	int rc;
 
 	rc = warm_http_run(run->jobs + first, run->njobs - first, run->o->jobs,
 	                   run->o->tty, "manifests", &run->t);
 	run->failures += run->t.failed - before;
+	run->pages += run->t.done - done;
 	for (size_t i = first; i < run->njobs && !rc; i++) {
 		struct warm_job *j = run->jobs[i];
 		char err[256] = "";
@@ -730,10 +733,11 @@ int warm_main(int argc, char **argv)
 		snprintf(b, sizeof(b), "%.1f %s", v,
 		         (const char *[]){"B", "KiB", "MiB", "GiB"}[u]);
 	}
-	printf("warm: %ld fetched (%s): %ld already cached, %ld from "
-	       "upstream, %ld unsaid; %ld failed\n",
-	       run.t.done, b, run.t.hit, run.t.miss, run.t.unsaid,
-	       run.failures);
+	printf("warm: %ld %s and %ld %s (%s): %ld already cached, %ld "
+	       "from upstream, %ld unsaid; %ld failed\n",
+	       run.pages, o.nreqs ? "pages" : "manifests",
+	       run.t.done - run.pages, o.nreqs ? "files" : "blobs", b,
+	       run.t.hit, run.t.miss, run.t.unsaid, run.failures);
 	status = rc || run.failures ? 1 : 0;
 out:
 	drop_jobs(&run);

@@ -138,6 +138,9 @@ def test_warm_requirements_then_install_offline(wstack, tmp_path, warm_wheels, n
     assert rc == 0, out
     c = wstack.standin.counters()
     assert not c["files"] and not c["metadata"], c
+    n = len(EXPECTED) + len([f for f in EXPECTED if f.endswith(".whl")])
+    assert "warm: 5 pages and %d files" % n in out, out
+    assert ": %d already cached, 0 from upstream" % (n + 5) in out, out
 
     # The upstream gone, pip installs what was warmed from larder alone.
     wstack.standin.stop()
