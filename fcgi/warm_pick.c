@@ -168,6 +168,8 @@ static int of_version(const struct warm_file *f, const char *project,
 
 static int hash_listed(const char *h, const char (*hashes)[65], size_t n)
 {
+	if (!*h)
+		return 0; /* the page gives none: it cannot match */
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(h, hashes[i]) == 0)
 			return 1;
