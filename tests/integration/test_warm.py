@@ -228,3 +228,36 @@ def test_warm_image_then_pull_offline(registry, tmp_path, repo):
             assert rc == 1 and "no plan9/mips image" in out, out
     finally:
         st.stop()
+
+
+def test_warm_progress_bar_on_a_terminal(wstack, tmp_path):
+    """stderr a terminal: one progress line per stage, redrawn with \\r,
+    and no line per file."""
+    import pty
+    req = write(tmp_path / "r.txt", "warm-pure==2.0\nwarm-src==1.0\n")
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run([stackmod.larder_bin(), "warm", "--url", wstack.base, "-r", req],
+                           env=stackmod.clean_env(), stdout=subprocess.PIPE,
+                           stderr=slave, timeout=60)
+        os.close(slave)
+        slave = None
+        tty = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            tty += chunk
+    finally:
+        if slave is not None:
+            os.close(slave)
+        os.close(master)
+    assert p.returncode == 0, (p.stdout, tty)
+    text = tty.decode(errors="replace")
+    assert "\rpages: [2/2]" in text.replace("\x1b[K", ""), text
+    assert "\rfiles: [3/3]" in text.replace("\x1b[K", ""), text
+    assert "warm: warm_pure" not in text, text
+    assert b"warm: 2 pages and 3 files" in p.stdout, p.stdout
