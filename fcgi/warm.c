@@ -355,6 +355,7 @@ static int pick_files(struct run *run, const struct reqfile *f,
 	    "no file of that version on the page",
 	    "no file of that version has a hash of the --hash list",
 	    "no wheel fits and there is no sdist",
+	    "the Requires-Python of every file of it excludes this Python",
 	};
 
 	for (size_t t = 0; t < run->ntargets; t++) {

@@ -8,6 +8,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/names.h"
+#include "common/requirements.h"
 #include "common/url.h"
 #include "fcgi/warm_pick.h"
 
@@ -69,6 +70,10 @@ static int read_file(struct json_reader *r, const char *page_url,
 			if (url_resolve(page_url, buf_str(&r->str), u, NULL) ==
 			    0)
 				f->url = strdup(buf_str(u));
+		} else if (t == JSON_STRING &&
+		           strcmp(key, "requires-python") == 0) {
+			snprintf(f->requires_python, sizeof(f->requires_python),
+			         "%s", buf_str(&r->str));
 		} else if (t == JSON_OBJECT && strcmp(key, "hashes") == 0) {
 			if (read_hashes(r, f->sha256))
 				return -1;
@@ -176,12 +181,52 @@ static int hash_listed(const char *h, const char (*hashes)[65], size_t n)
 	return 0;
 }
 
+/* Whether Requires-Python spec takes Python X.Y: each clause becomes a
+ * marker on python_full_version, so the comparison is the markers' one. */
+static int python_ok(const char *spec, const char *python)
+{
+	struct req_env env = {0};
+	char full[24], marker[1024], clause[128];
+	const char *p = spec;
+	size_t n = 0;
+
+	if (!*spec || strpbrk(spec, "'\"\\"))
+		return 1;
+	snprintf(full, sizeof(full), "%s.0", python);
+	env.python_full_version = full;
+	marker[0] = '\0';
+	while (*p) {
+		size_t len = strcspn(p, ","), op;
+		char *c = clause;
+
+		if (len >= sizeof(clause))
+			return 1;
+		memcpy(clause, p, len);
+		clause[len] = '\0';
+		p += len + (p[len] == ',');
+		while (len && clause[len - 1] == ' ')
+			clause[--len] = '\0';
+		while (*c == ' ')
+			c++;
+		op = strspn(c, "<>=!~");
+		if (!op || !c[op])
+			return 1;
+		n += (size_t)snprintf(marker + n, sizeof(marker) - n,
+		                      "%spython_full_version %.*s '%s'",
+		                      n ? " and " : "", (int)op, c,
+		                      c + op + strspn(c + op, " "));
+		if (n >= sizeof(marker))
+			return 1;
+	}
+	return requirements_marker(marker, &env);
+}
+
 long warm_pick(const struct warm_page *p, const char *project,
                const char *version, const char (*hashes)[65], size_t nhashes,
                const struct wheeltag_target *t)
 {
 	long best = -1, best_rank = -1, sdist = -1;
-	int any = 0, hashed = 0;
+	int any = 0, hashed = 0, python = 0;
 
 	for (size_t i = 0; i < p->n; i++) {
 		const struct warm_file *f = &p->v[i];
@@ -194,6 +239,9 @@ long warm_pick(const struct warm_page *p, const char *project,
 		if (nhashes && !hash_listed(f->sha256, hashes, nhashes))
 			continue;
 		hashed = 1;
+		if (!python_ok(f->requires_python, t->python))
+			continue;
+		python = 1;
 		if (!wheel) {
 			/* pip prefers a .tar.gz among sdists */
 			if (sdist < 0 || strstr(f->filename, ".tar.gz"))
@@ -210,6 +258,8 @@ long warm_pick(const struct warm_page *p, const char *project,
 		return WARM_PICK_NO_VERSION;
 	if (!hashed)
 		return WARM_PICK_NO_HASH;
+	if (!python)
+		return WARM_PICK_NO_PYTHON;
 	if (best >= 0)
 		return best;
 	return sdist >= 0 ? sdist : WARM_PICK_NO_FIT;

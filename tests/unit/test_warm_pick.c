@@ -138,10 +138,46 @@ T(no_fit)
 	wheeltag_target_free(&lin);
 }
 
+T(requires_python)
+{
+	static const char rp[] =
+	    "{\"files\": ["
+	    "{\"filename\": \"x-1-py3-none-any.whl\", \"url\": \"a.whl\","
+	    " \"requires-python\": \">=3.12, <4\"},"
+	    "{\"filename\": \"x-1.tar.gz\", \"url\": \"x.tar.gz\","
+	    " \"requires-python\": \"!=3.10.*,>= 3.8\"},"
+	    "{\"filename\": \"y-1.tar.gz\", \"url\": \"y.tar.gz\","
+	    " \"requires-python\": \"~=3.13\"},"
+	    "{\"filename\": \"z-1.tar.gz\", \"url\": \"z.tar.gz\","
+	    " \"requires-python\": \"not a specifier\"}"
+	    "]}";
+	struct wheeltag_target t312 = target("3.12", "any");
+	struct wheeltag_target t311 = target("3.11", "any");
+	struct wheeltag_target t310 = target("3.10", "any");
+	struct warm_page p;
+	char err[200];
+
+	CHECK_INT(
+	    warm_page_parse(rp, strlen(rp), PAGE_URL, &p, err, sizeof(err)), 0);
+	CHECK_INT(p.n, 4);
+	if (p.n == 4)
+		CHECK_STR(p.v[0].requires_python, ">=3.12, <4");
+	CHECK_INT(warm_pick(&p, "x", "1", NULL, 0, &t312), 0);
+	CHECK_INT(warm_pick(&p, "x", "1", NULL, 0, &t311), 1);
+	CHECK_INT(warm_pick(&p, "x", "1", NULL, 0, &t310), WARM_PICK_NO_PYTHON);
+	CHECK_INT(warm_pick(&p, "y", "1", NULL, 0, &t312), WARM_PICK_NO_PYTHON);
+	CHECK_INT(warm_pick(&p, "z", "1", NULL, 0, &t310), 3);
+	warm_page_free(&p);
+	wheeltag_target_free(&t312);
+	wheeltag_target_free(&t311);
+	wheeltag_target_free(&t310);
+}
+
 int main(void)
 {
 	RUN(parse);
 	RUN(pick);
 	RUN(no_fit);
+	RUN(requires_python);
 	return t_done();
 }
