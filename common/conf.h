@@ -79,6 +79,8 @@ struct conf {
 	long first_byte_timeout; /* seconds to wait for upstream's answer */
 	long fetch_retries;     /* extra tries after a transient failure */
 	long max_page_size;     /* bytes */
+	long max_size;          /* bytes the blob store may hold; 0 = no limit */
+	long min_free;          /* percent of the file system kept free */
 	int prefetch_metadata;  /* 0/1: fetch the likely next .metadata */
 	int trust_forwarded;    /* 0/1 */
 	long max_requests;      /* per worker before it is recycled; 0 = never */

@@ -60,6 +60,9 @@ const struct conf_type_info conf_types[CONF_NTYPES] = {
                    "A URL path that starts and ends with '/', like "
                    "/_larder/, made of letters, digits and . _ ~ + -, "
                    "with no empty, '.' or '..' segment."},
+    [T_PERCENT] = {"percent", "a percentage (0% to 99%)",
+                   "A whole number from 0 to 99 followed by %: 5%, 10%. "
+                   "0% means no such limit."},
 };
 
 static const char *const sendfile_values[] = {"x-accel-redirect", "x-sendfile",
@@ -107,7 +110,9 @@ const struct conf_key conf_keys[] = {
     {LARDER(gc_grace), T_SECONDS, "60",
      .help = "How long a page rendering that a refresh replaced stays in "
              "the store before it is deleted, so that a reader just handed "
-             "it can still open it."},
+             "it can still open it; and how long after its last use any "
+             "blob is safe from eviction (max_size, min_free), so that a "
+             "request that was just told a blob exists is still served."},
     {LARDER(connect_timeout), T_SECONDS, "10",
      .help = "How long to wait for a connection to upstream."},
     {LARDER(fetch_timeout), T_SECONDS, "60",
@@ -124,6 +129,21 @@ const struct conf_key conf_keys[] = {
     {LARDER(max_page_size), T_SIZE, "64M",
      .help = "The largest upstream page larder accepts; a bigger one is "
              "an error, not an out-of-memory."},
+    {LARDER(max_size), T_SIZE, "0",
+     .help = "The most the blob store (package files, their metadata, "
+             "image blobs and manifests, page renderings) may hold; 0 "
+             "means no limit. Past it, blobs not used for gc_grace are "
+             "evicted least recently used first until the store is 5% "
+             "under it, by the worker that stored the blob that crossed "
+             "it (after its answer) or by `larder gc'. Renderings of "
+             "fresh pages, manifests a tag or digest names, and fetches "
+             "in progress are never evicted; an evicted file is fetched "
+             "again when next asked for."},
+    {LARDER(min_free), T_PERCENT, "5%",
+     .help = "The share of the data directory's file system to keep "
+             "free: when less is free, blobs are evicted as for max_size "
+             "until 5 points more than this is free (10% for the "
+             "default), or nothing evictable is left. 0% turns it off."},
     {LARDER(prefetch_metadata), T_BOOL, "yes",
      .help = "When a project page comes from upstream, also fetch the PEP "
              "658 metadata an installer most likely asks for next (that of "
@@ -386,6 +406,16 @@ static int parse_size(const char *s, long *out)
 	                            1L << 20, 1L << 30, 1L << 30};
 
 	return parse_scaled(s, "kKmMgG", mult, out);
+}
+
+/* "5%": a whole number below 100 followed by '%'. */
+static int parse_percent(const char *s, long *out)
+{
+	int err = parse_number(&s, out);
+
+	if (err == ERANGE || (!err && *out > 99))
+		return ERANGE;
+	return !err && strcmp(s, "%") ? EINVAL : err;
 }
 
 static int parse_bool(const char *s, int *out)
@@ -703,10 +733,13 @@ int conf_set_value(void *base, const struct conf_key *k, const char *v,
 	case T_SECONDS:
 	case T_SIZE:
 	case T_COUNT:
+	case T_PERCENT:
 		if (k->type == T_SECONDS)
 			err = parse_seconds(v, &n);
 		else if (k->type == T_SIZE)
 			err = parse_size(v, &n);
+		else if (k->type == T_PERCENT)
+			err = parse_percent(v, &n);
 		else
 			err = parse_count(v, &n);
 		if (err == ERANGE) {

@@ -28,9 +28,10 @@ enum conf_type {
 	T_COUNT,   /* non-negative integer; stored as long */
 	T_LIST,    /* space-separated words; stored with single spaces */
 	T_URLPATH, /* /like/this/ */
+	T_PERCENT, /* 0% to 99%; stored as long */
 };
 
-#define CONF_NTYPES (T_URLPATH + 1)
+#define CONF_NTYPES (T_PERCENT + 1)
 
 /* What each type is called in the man page, the form an error expects, and
  * the paragraph the man page gives it. */
@@ -55,7 +56,7 @@ struct conf_key {
 	const char *help;
 };
 
-#define CONF_NKEYS 30 /* entries in conf_keys; conf_keys.c checks the count */
+#define CONF_NKEYS 32 /* entries in conf_keys; conf_keys.c checks the count */
 
 /* The one table of keys, in the order of the man page and of conf_dump. */
 extern const struct conf_key conf_keys[CONF_NKEYS];

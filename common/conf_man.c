@@ -72,6 +72,9 @@ static int dump_key(struct buf *out, const void *base, const struct conf_key *k)
 	case T_COUNT:
 		err = buf_addf(out, "%ld", *(const long *)f);
 		break;
+	case T_PERCENT:
+		err = buf_addf(out, "%ld%%", *(const long *)f);
+		break;
 	default:
 		err =
 		    add_value(out, *(char *const *)f ? *(char *const *)f : "");

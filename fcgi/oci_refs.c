@@ -147,6 +147,8 @@ static int store(struct worker *w, const struct conf_registry *reg,
 	row->ttl = q->immutable ? FOREVER : reg->cache_ttl;
 	rc = db_begin(w->db);
 	if (!rc)
+		rc = db_blob_add(w->db, sha, (long long)len);
+	if (!rc)
 		rc = db_oci_ref_put(w->db, rname, name, q->ref, row);
 	if (!rc && q->manifest)
 		rc = note_blobs(w, reg, up, body, len, row->media_type);

@@ -170,6 +170,10 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	p->fetched_at = now;
 	p->ttl = page_ttl(w, f);
 	rc = db_begin(w->db);
+	if (!rc)
+		rc = db_blob_add(w->db, p->json_sha, (long long)json.len);
+	if (!rc)
+		rc = db_blob_add(w->db, p->html_sha, (long long)html.len);
 	for (size_t i = 0; !rc && i < page.nfiles; i++) {
 		const struct simple_file *sf = &page.files[i];
 

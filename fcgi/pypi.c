@@ -194,8 +194,10 @@ static int file_want(struct worker *w, int from, const struct db_file *f,
 	want->key = key;
 	want->url = url;
 	want->expect = sha;
-	if (strcmp(sha, empty_sha) == 0 && !blob_exists(w->conf->data_dir, sha))
-		blob_put(w->conf->data_dir, "", 0, sha);
+	if (strcmp(sha, empty_sha) == 0 &&
+	    !blob_exists(w->conf->data_dir, sha) &&
+	    blob_put(w->conf->data_dir, "", 0, sha) == 0)
+		db_blob_add(w->db, sha, 0);
 	return *sha && blob_exists(w->conf->data_dir, sha);
 }
 

@@ -18,7 +18,7 @@
 #define STRINGIFY(x) STRINGIFY_(x)
 
 /* The schema this build reads and writes (PRAGMA user_version). */
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 
 /* Every table as this version has it. Run under one write lock taken up
  * front: a deferred transaction that reads the schema and then wants to
@@ -63,7 +63,11 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS oci_tokens ("
 	"  registry TEXT NOT NULL, scope TEXT NOT NULL, value TEXT NOT NULL,"
 	"  expires_at INTEGER NOT NULL,"
-	"  PRIMARY KEY (registry, scope));";
+	"  PRIMARY KEY (registry, scope));"
+	"CREATE TABLE IF NOT EXISTS blobs ("
+	"  sha256 TEXT PRIMARY KEY, size INTEGER NOT NULL,"
+	"  used_at INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS blobs_used ON blobs (used_at);";
 
 /* What a database made before user_version was kept (version 0) lacks. */
 static const char from_v0[] =
@@ -130,6 +134,9 @@ static const char *const sql[S_COUNT] = {
 			    " (?1, ?2, ?3, ?4)",
 	[S_OCI_TOKEN_DELETE] = "DELETE FROM oci_tokens"
 			       " WHERE registry = ?1 AND scope = ?2",
+	[S_BLOB_ADD] = "INSERT OR IGNORE INTO blobs VALUES (?1, ?2, ?3)",
+	[S_BLOB_DELETE] = "DELETE FROM blobs WHERE sha256 = ?1",
+	[S_BLOB_TOTALS] = "SELECT coalesce(sum(size), 0), count(*) FROM blobs",
 	[S_BEGIN] = "BEGIN IMMEDIATE",
 	[S_COMMIT] = "COMMIT",
 	[S_ROLLBACK] = "ROLLBACK",

@@ -13,6 +13,9 @@
  *              referrers list names, with its freshness
  *   oci_blobs  every blob a registry's repository was seen to hold
  *   oci_tokens bearer tokens per (registry, scope), shared by all workers
+ *   blobs    the inventory of the blob store: every blob's size and when
+ *            it was last used (as of the last collector run), for the
+ *            disk budget (storage/gc.h)
  */
 #ifndef LARDER_DB_H
 #define LARDER_DB_H
@@ -226,5 +229,15 @@ int db_oci_token_put(struct db *db, const char *registry, const char *scope,
 /* Forgets a token (upstream refused it). Returns 0 or EIO. */
 int db_oci_token_delete(struct db *db, const char *registry,
 			const char *scope);
+
+/* Records that the store holds blob sha256 of size bytes, used now; a
+ * blob already recorded keeps its row. Returns 0 or EIO. */
+int db_blob_add(struct db *db, const char *sha256, long long size);
+
+/* Forgets blob sha256 (it was deleted). Returns 0 or EIO. */
+int db_blob_delete(struct db *db, const char *sha256);
+
+/* Sums the inventory: bytes and number of blobs. Returns 0 or EIO. */
+int db_blob_totals(struct db *db, long long *bytes, long *count);
 
 #endif

@@ -1,7 +1,7 @@
 /* db_sql: what the db modules (db.c: the connection, the schema, every
  * statement's text; db_page.c: pages, files, garbage; db_flight.c:
  * flights, outcomes, upstreams; db_oci.c: registries' refs, blobs and
- * tokens) share. Not for use outside storage/db*.c:
+ * tokens; db_blob.c: the blob inventory) share. Not for use outside storage/db*.c:
  * everyone else goes through db.h. */
 #ifndef LARDER_DB_SQL_H
 #define LARDER_DB_SQL_H
@@ -48,6 +48,9 @@ enum db_stmt {
 	S_OCI_TOKEN_GET,
 	S_OCI_TOKEN_PUT,
 	S_OCI_TOKEN_DELETE,
+	S_BLOB_ADD,
+	S_BLOB_DELETE,
+	S_BLOB_TOTALS,
 	S_BEGIN,
 	S_COMMIT,
 	S_ROLLBACK,

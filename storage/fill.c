@@ -108,6 +108,8 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 	}
 	/* the outcome and the end of the claim in one transaction */
 	dberr = db_begin(db);
+	if (!dberr && !rc)
+		dberr = db_blob_add(db, sha256, size);
 	if (!dberr)
 		dberr = db_outcome_put(db, want->key, sha256, rc ? err : "");
 	if (!dberr)

@@ -298,6 +298,43 @@ T(size_good)
 	}
 }
 
+/* The disk budget: max_size holds 50G (a long of 64 bits), min_free is a
+ * percentage; both have their defaults without a file. */
+T(budget_keys)
+{
+	static const struct {
+		const char *v;
+		long want;
+	} pct[] = {{"5%", 5}, {"0%", 0}, {"99%", 99}, {"10%", 10}};
+	static const char *const bad[] = {"5",   "%",    "5 %", "-1%",
+	                                  "5%%", "1.5%", "x%"};
+	char want[200];
+	struct conf c;
+
+	CHECK_INT(conf_defaults(&c), 0);
+	CHECK_INT(c.max_size, 0);
+	CHECK_INT(c.min_free, 5);
+	conf_free(&c);
+	CHECK_INT(parse_larder(&c, "max_size", "50G"), 0);
+	CHECK_INT(c.max_size, 50LL << 30);
+	conf_free(&c);
+	for (size_t i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
+		CHECK_INT(parse_larder(&c, "min_free", pct[i].v), 0);
+		CHECK_INT(c.min_free, pct[i].want);
+		conf_free(&c);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(want, sizeof(want),
+		         "larder.conf:2: min_free = \"%s\": expected a "
+		         "percentage (0%% to 99%%)",
+		         bad[i]);
+		CHECK_STR(fails_larder("min_free", bad[i]), want);
+	}
+	CHECK_CONTAINS(fails_larder("min_free", "100%"),
+	               "min_free = \"100%\": too large: expected a "
+	               "percentage");
+}
+
 T(size_bad)
 {
 	static const char *const bad[] = {"64MB", "1T",  "-1",   "1.5M",
@@ -2008,7 +2045,7 @@ T(sample_config)
 		         sscanf(line, "%63[a-z_] = ", lkeys[nkeys]) == 1)
 			nkeys++;
 	}
-	CHECK_INT(nkeys, 18);
+	CHECK_INT(nkeys, 20);
 	for (size_t i = 0; i < nkeys; i++) {
 		snprintf(pat, sizeof(pat), "\n# %s = ", lkeys[i]);
 		CHECK_CONTAINS(text, pat);
@@ -2070,6 +2107,7 @@ int main(void)
 	RUN(seconds_bad);
 	RUN(size_good);
 	RUN(size_bad);
+	RUN(budget_keys);
 	RUN(bool_good_and_bad);
 	RUN(count_good_and_bad);
 	RUN(enum_good_and_bad);

@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "storage/db.h"
 #include "tests/unit/t.h"
 
@@ -182,8 +184,79 @@ T(oci_rows)
 	remove_db(dir);
 }
 
+/* The blob inventory: a blob is counted once however often it is added,
+ * the totals follow adds and deletes. */
+T(blob_rows)
+{
+	char dir[] = "/tmp/larder-test-db-XXXXXX", a[65], b[65];
+	struct db *db = NULL;
+	long long bytes = -1;
+	long count = -1;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp failed");
+		return;
+	}
+	snprintf(a, sizeof(a), "%064d", 1);
+	snprintf(b, sizeof(b), "%064d", 2);
+	CHECK_INT(db_open(dir, &db), 0);
+	CHECK_INT(db_blob_totals(db, &bytes, &count), 0);
+	CHECK_INT(bytes, 0);
+	CHECK_INT(count, 0);
+	CHECK_INT(db_blob_add(db, a, 100), 0);
+	CHECK_INT(db_blob_add(db, a, 100), 0);
+	CHECK_INT(db_blob_add(db, b, 50LL << 30), 0);
+	CHECK_INT(db_blob_totals(db, &bytes, &count), 0);
+	CHECK_INT(bytes, 100 + (50LL << 30));
+	CHECK_INT(count, 2);
+	CHECK_INT(db_blob_delete(db, b), 0);
+	CHECK_INT(db_blob_delete(db, b), 0);
+	CHECK_INT(db_blob_totals(db, &bytes, &count), 0);
+	CHECK_INT(bytes, 100);
+	CHECK_INT(count, 1);
+	db_close(db);
+	remove_db(dir);
+}
+
+/* A store of schema 2 (before the inventory) is upgraded in place: its
+ * rows stay and the blobs table appears. */
+T(schema_2_upgrades)
+{
+	char dir[] = "/tmp/larder-test-db-XXXXXX", path[512], sha[65];
+	struct db_page p = {.status = 200, .fetched_at = 1, .ttl = 2}, got;
+	struct db *db = NULL;
+	sqlite3 *raw = NULL;
+	long long bytes = -1;
+	long count = -1;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp failed");
+		return;
+	}
+	snprintf(sha, sizeof(sha), "%064d", 3);
+	CHECK_INT(db_open(dir, &db), 0);
+	CHECK_INT(db_page_put(db, "pypi", "six", &p), 0);
+	db_close(db);
+	snprintf(path, sizeof(path), "%s/larder.db", dir);
+	CHECK_INT(sqlite3_open(path, &raw), SQLITE_OK);
+	CHECK_INT(sqlite3_exec(raw, "DROP TABLE blobs; PRAGMA user_version = 2",
+			       NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(raw);
+	CHECK_INT(db_open(dir, &db), 0);
+	CHECK_INT(db_page_get(db, "pypi", "six", &got), 0);
+	CHECK_INT(got.ttl, 2);
+	CHECK_INT(db_blob_add(db, sha, 7), 0);
+	CHECK_INT(db_blob_totals(db, &bytes, &count), 0);
+	CHECK_INT(bytes, 7);
+	CHECK_INT(count, 1);
+	db_close(db);
+	remove_db(dir);
+}
+
 int main(void)
 {
+	RUN(blob_rows);
+	RUN(schema_2_upgrades);
 	RUN(open_race_on_fresh_store);
 	RUN(oci_rows);
 	RUN(open_does_not_wait_for_a_writer);
