@@ -232,6 +232,7 @@ static int fill_detached(struct pump *p, char *err, size_t errlen)
 		if (db_open(p->w->conf->data_dir, &db))
 			_exit(1);
 		rc = fill(p, db, err, errlen);
+		worker_collect(p->w, db);
 		db_close(db);
 		_exit(rc ? 1 : 0);
 	}

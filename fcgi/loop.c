@@ -74,8 +74,9 @@ static void serve(struct loop *l, struct conn *c)
 	/* req_abort() closed it, or req_end() ended the request already */
 	if (c->state == CONN_BUSY)
 		conn_end(c);
-	pool_mark(l->board, l->slot, 0);
 	l->w.current = NULL;
+	worker_collect(&l->w, l->w.db);
+	pool_mark(l->board, l->slot, 0);
 	if (++l->served % 256 == 0)
 		worker_sweep(&l->w);
 }
@@ -286,6 +287,7 @@ int loop_cgi(const struct conf *c)
 	}
 	dispatch(&w, &r, err);
 	req_free(&r);
+	worker_collect(&w, w.db);
 	worker_close(&w);
 	return 0;
 }

@@ -7,6 +7,7 @@
  *   larder config check [-c F]   validate a config, print effective values
  *   larder config man            print larder.conf(5)
  *   larder fsck [-c F] [--repair]  check the store
+ *   larder gc [-c F] [--dry-run] [--max-size SIZE]  keep it in its budget
  *   larder warm ...              fill a running larder's cache
  *   larder --version
  */
@@ -25,6 +26,7 @@
 #include "fcgi/warm.h"
 #include "storage/blob.h"
 #include "storage/fsck.h"
+#include "storage/gc.h"
 
 static void usage(FILE *f)
 {
@@ -33,6 +35,7 @@ static void usage(FILE *f)
 	      "       larder config check [-c FILE]\n"
 	      "       larder config man\n"
 	      "       larder fsck [-c FILE] [--repair]\n"
+	      "       larder gc [-c FILE] [--dry-run] [--max-size SIZE]\n"
 	      "       larder warm [--url BASE] -r FILE ... | --image REF ... "
 	      "(larder warm -h)\n"
 	      "       larder --version\n"
@@ -153,6 +156,51 @@ static int fsck_cmd(int argc, char **argv)
 	return fsck_clean(&r) ? 0 : 1;
 }
 
+/* larder gc [-c FILE] [--dry-run] [--max-size SIZE]: exit 0 when it ran,
+ * 2 on usage or I/O error (storage/gc.h gc_command). */
+static int gc_cmd(int argc, char **argv)
+{
+	const char *path = NULL, *max = NULL;
+	char text[128], err[1024];
+	struct db *db = NULL;
+	struct conf c;
+	int dry_run = 0, rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--dry-run") == 0)
+			dry_run = 1;
+		else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc)
+			path = argv[++i];
+		else if (strcmp(argv[i], "--max-size") == 0 && i + 1 < argc)
+			max = argv[++i];
+		else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (load(&c, path))
+		return 2;
+	/* through the config's own parser: the same forms and messages */
+	snprintf(text, sizeof(text), "[larder]\nmax_size = \"%.80s\"\n",
+		 max ? max : "");
+	if (max && conf_parse(&c, "--max-size", text, strlen(text), err,
+			      sizeof(err))) {
+		fprintf(stderr, "larder gc: %s\n", err);
+		conf_free(&c);
+		return 2;
+	}
+	rc = db_open_existing(c.data_dir, &db);
+	if (rc == ENOENT)
+		fprintf(stderr, "larder gc: no larder store in %s (config: "
+			"%s); give the config with -c FILE\n", c.data_dir,
+			c.source ? c.source : "built-in defaults");
+	if (!rc)
+		rc = gc_command(db, &c, dry_run, stdout);
+	db_close(db);
+	conf_free(&c);
+	return rc ? 2 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct conf c;
@@ -174,6 +222,8 @@ int main(int argc, char **argv)
 		return config_cmd(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "fsck") == 0)
 		return fsck_cmd(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "gc") == 0)
+		return gc_cmd(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "warm") == 0)
 		return warm_main(argc - 1, argv + 1);
 	if (argc > 1) {

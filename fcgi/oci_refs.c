@@ -12,6 +12,7 @@
 #include "fcgi/oci_refs.h"
 #include "fcgi/pages.h"
 #include "storage/blob.h"
+#include "storage/lru.h"
 #include "storage/flight.h"
 #include "storage/health.h"
 
@@ -170,6 +171,7 @@ static int store(struct worker *w, const struct conf_registry *reg,
 		snprintf(err, errlen, "%.400s: database error", q->url);
 		return rc;
 	}
+	lru_added((long long)len);
 	pages_collect(w);
 	return 0;
 }

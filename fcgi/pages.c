@@ -13,6 +13,7 @@
 #include "common/simple.h"
 #include "fcgi/pages.h"
 #include "storage/blob.h"
+#include "storage/lru.h"
 #include "storage/flight.h"
 #include "storage/health.h"
 
@@ -88,9 +89,13 @@ void pages_collect(struct worker *w)
 		/* a later refresh may have made the same bytes again */
 		if (db_refs(w->db, due[i], &refs) == 0 && refs == 0 &&
 		    blob_path(w->conf->data_dir, due[i], path,
-			      sizeof(path)) == 0 &&
-		    unlink(path) < 0 && errno != ENOENT)
-			log_warn(errno, path, "deleting a replaced rendering");
+			      sizeof(path)) == 0) {
+			if (unlink(path) < 0 && errno != ENOENT)
+				log_warn(errno, path,
+					 "deleting a replaced rendering");
+			else
+				db_blob_delete(w->db, due[i]);
+		}
 		db_garbage_delete(w->db, due[i]);
 	}
 }
@@ -187,6 +192,8 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		rc = note_replaced(w, &old, p, now);
 	if (!rc)
 		rc = db_commit(w->db);
+	if (!rc)
+		lru_added((long long)(json.len + html.len));
 	if (rc) {
 		db_rollback(w->db);
 		snprintf(err, errlen, "%s: database error", f->url);

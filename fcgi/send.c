@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "fcgi/send.h"
 #include "storage/blob.h"
+#include "storage/lru.h"
 
 #define CHUNK (256 * 1024)
 
@@ -140,6 +141,8 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	rc = blob_relpath(sha256, rel, sizeof(rel));
 	if (rc)
 		return rc;
+	/* the collector spares what was handed out within gc_grace */
+	lru_touch(sha256);
 	if (o->content_type)
 		req_header(r, "Content-Type", "%s", o->content_type);
 	if (o->cache_control)

@@ -6,6 +6,8 @@
 #include "fcgi/worker.h"
 #include "storage/blob.h"
 #include "storage/flight.h"
+#include "storage/gc.h"
+#include "storage/lru.h"
 
 /* How often some worker looks for what dead owners left behind. */
 #define SWEEP_INTERVAL 600
@@ -21,6 +23,9 @@ int worker_open(struct worker *w, const struct conf *c, int cgi)
 	err = blob_init(c->data_dir);
 	if (!err)
 		err = db_open(c->data_dir, &w->db);
+	/* without the use table, eviction goes by the inventory's times */
+	if (!err)
+		lru_open(c->data_dir);
 	if (!err)
 		flight_sweep_due(w->db, c->data_dir, SWEEP_INTERVAL);
 	return err;
@@ -65,4 +70,18 @@ void worker_shed(struct worker *w)
 void worker_sweep(struct worker *w)
 {
 	flight_sweep_due(w->db, w->conf->data_dir, SWEEP_INTERVAL);
+}
+
+void worker_collect(struct worker *w, struct db *db)
+{
+	const struct conf *c = w->conf;
+	struct gc_opts o = {.max_size = c->max_size,
+			    .min_free = c->min_free,
+			    .grace = c->gc_grace};
+	struct gc_report r;
+
+	if (gc_after_commit(db, c->data_dir, &o, &r) == 0 && r.evicted)
+		log_info("gc: evicted %ld blobs, %lld bytes; the store holds "
+			 "%lld bytes in %ld blobs", r.evicted, r.evicted_bytes,
+			 r.bytes_after, r.count_after);
 }

@@ -49,4 +49,9 @@ void worker_shed(struct worker *w);
  * due. */
 void worker_sweep(struct worker *w);
 
+/* Once a response is done: when this process committed a blob and the
+ * store is over max_size or under min_free, runs the collector
+ * (storage/gc.h) on db, unless another process runs it. */
+void worker_collect(struct worker *w, struct db *db);
+
 #endif

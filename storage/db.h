@@ -240,4 +240,43 @@ int db_blob_delete(struct db *db, const char *sha256);
 /* Sums the inventory: bytes and number of blobs. Returns 0 or EIO. */
 int db_blob_totals(struct db *db, long long *bytes, long *count);
 
+/* One row of the inventory. */
+struct db_blob {
+	char sha256[65];
+	long long size;
+	long long used_at;        /* unix seconds */
+};
+
+/* Records blob sha256 of size bytes, last used at used_at, unless it is
+ * recorded already (a store made before the inventory). Returns 0 or
+ * EIO. */
+int db_blob_add_at(struct db *db, const char *sha256, long long size,
+		   long long used_at);
+
+/* Moves used_at up to at for every blob whose sha256 starts with prefix
+ * (16 hex digits, from storage/lru.h). Returns 0 or EIO. */
+int db_blob_fold(struct db *db, const char *prefix, long long at);
+
+/* Lists up to max blobs last used before the given time, least recently
+ * used first, starting after (after_at, after_sha) ("" for the start).
+ * *n says how many. Returns 0 or EIO. */
+int db_blob_oldest(struct db *db, long long before, long long after_at,
+		   const char *after_sha, struct db_blob *rows, size_t max,
+		   size_t *n);
+
+/* Forgets blob sha256 for eviction, in one transaction, unless something
+ * must keep it: a registry ref names it, or it renders a page that is
+ * fresh at now or being refreshed. The page rows it renders go with it
+ * (the page is fetched again), and its garbage note. With dry_run the
+ * checks run and nothing changes. Returns 0 (the caller unlinks the
+ * blob), EBUSY when it must stay, or EIO. */
+int db_blob_evict(struct db *db, const char *sha256, long long now,
+		  int dry_run);
+
+/* Calls fn for every inventory row, after reading them all (fn may change
+ * the table). Returns 0, ENOMEM, or EIO. */
+int db_blob_each(struct db *db,
+		 void (*fn)(const char *sha256, long long size, void *ctx),
+		 void *ctx);
+
 #endif

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "storage/db_sql.h"
@@ -37,4 +38,181 @@ int db_blob_totals(struct db *db, long long *bytes, long *count)
 	*count = (long)sqlite3_column_int64(st, 1);
 	sqlite3_reset(st);
 	return 0;
+}
+
+int db_blob_add_at(struct db *db, const char *sha256, long long size,
+		   long long used_at)
+{
+	sqlite3_stmt *st = db_stmt(db, S_BLOB_ADD);
+
+	BIND_TEXT(st, 1, sha256);
+	sqlite3_bind_int64(st, 2, size);
+	sqlite3_bind_int64(st, 3, used_at);
+	return db_run(db, st, "blob add");
+}
+
+/* Prepares text on the connection (for the collector's rare statements,
+ * which need not live as long as the process). Returns 0 or EIO. */
+static int prepare(struct db *db, const char *text, sqlite3_stmt **st)
+{
+	if (sqlite3_prepare_v2(db->conn, text, -1, st, NULL) != SQLITE_OK) {
+		*st = NULL;
+		return db_fail(db, text);
+	}
+	return 0;
+}
+
+int db_blob_fold(struct db *db, const char *prefix, long long at)
+{
+	static const char text[] =
+		"UPDATE blobs SET used_at = ?2 WHERE sha256 >= ?1"
+		" AND sha256 < ?1 || 'g' AND used_at < ?2";
+	sqlite3_stmt *st;
+	int err = prepare(db, text, &st);
+
+	if (err)
+		return err;
+	BIND_TEXT(st, 1, prefix);
+	sqlite3_bind_int64(st, 2, at);
+	err = db_run(db, st, "blob fold");
+	sqlite3_finalize(st);
+	return err;
+}
+
+int db_blob_oldest(struct db *db, long long before, long long after_at,
+		   const char *after_sha, struct db_blob *rows, size_t max,
+		   size_t *n)
+{
+	static const char text[] =
+		"SELECT sha256, size, used_at FROM blobs WHERE used_at < ?1"
+		" AND (used_at > ?2 OR (used_at = ?2 AND sha256 > ?3))"
+		" ORDER BY used_at, sha256 LIMIT ?4";
+	sqlite3_stmt *st;
+	int err = prepare(db, text, &st), rc;
+
+	*n = 0;
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, before);
+	sqlite3_bind_int64(st, 2, after_at);
+	BIND_TEXT(st, 3, after_sha);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)max);
+	while (*n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		db_text(st, 0, rows[*n].sha256, sizeof(rows[*n].sha256));
+		rows[*n].size = sqlite3_column_int64(st, 1);
+		rows[*n].used_at = sqlite3_column_int64(st, 2);
+		(*n)++;
+	}
+	if (*n < max && rc != SQLITE_DONE)
+		err = db_fail(db, "oldest blobs");
+	sqlite3_finalize(st);
+	return err;
+}
+
+/* Steps a count(*) query st; returns the count, or -1 on error. */
+static long long count_of(sqlite3_stmt *st)
+{
+	long long n = -1;
+
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	return n;
+}
+
+int db_blob_evict(struct db *db, const char *sha256, long long now,
+		  int dry_run)
+{
+	/* a body a registry ref names; a rendering of a fresh page, or of a
+	 * page whose refresh is under way (it may renew the row as it is) */
+	static const char kept[] =
+		"SELECT (SELECT count(*) FROM oci_refs WHERE sha256 = ?1)"
+		" + (SELECT count(*) FROM pages"
+		"    WHERE (json_sha = ?1 OR html_sha = ?1)"
+		"    AND (fetched_at + ttl > ?2 OR EXISTS (SELECT 1 FROM flights"
+		"         WHERE key = 'page:' || idx || ':' || project)))";
+	static const char *const drop[] = {
+		/* the page's other rendering: due for the replaced-rendering
+		 * collector at once (fcgi/pages.c pages_collect) */
+		"INSERT OR IGNORE INTO garbage"
+		" SELECT json_sha, 0 FROM pages"
+		"  WHERE html_sha = ?1 AND json_sha != ?1 AND json_sha != ''"
+		" UNION SELECT html_sha, 0 FROM pages"
+		"  WHERE json_sha = ?1 AND html_sha != ?1 AND html_sha != ''",
+		"DELETE FROM pages WHERE json_sha = ?1 OR html_sha = ?1",
+		"DELETE FROM garbage WHERE sha256 = ?1",
+		"DELETE FROM blobs WHERE sha256 = ?1",
+	};
+	sqlite3_stmt *st = NULL;
+	long long n;
+	int err;
+
+	err = db_begin(db);
+	if (err)
+		return err;
+	err = prepare(db, kept, &st);
+	if (err)
+		goto out;
+	BIND_TEXT(st, 1, sha256);
+	sqlite3_bind_int64(st, 2, now);
+	n = count_of(st);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (n < 0) {
+		err = db_fail(db, "blob evict");
+		goto out;
+	}
+	if (n > 0 || dry_run) {
+		err = n > 0 ? EBUSY : 0;
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]) && !err; i++) {
+		err = prepare(db, drop[i], &st);
+		if (err)
+			break;
+		BIND_TEXT(st, 1, sha256);
+		err = db_run(db, st, "blob evict");
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (!err)
+		return db_commit(db);
+out:
+	db_rollback(db);
+	return err;
+}
+
+int db_blob_each(struct db *db,
+		 void (*fn)(const char *sha256, long long size, void *ctx),
+		 void *ctx)
+{
+	sqlite3_stmt *st;
+	struct db_blob *all = NULL, *grown;
+	size_t n = 0, cap = 0;
+	int err = prepare(db, "SELECT sha256, size, used_at FROM blobs", &st),
+	    rc;
+
+	if (err)
+		return err;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			grown = realloc(all, cap * sizeof(*all));
+			if (!grown) {
+				err = ENOMEM;
+				break;
+			}
+			all = grown;
+		}
+		db_text(st, 0, all[n].sha256, sizeof(all[n].sha256));
+		all[n].size = sqlite3_column_int64(st, 1);
+		all[n].used_at = sqlite3_column_int64(st, 2);
+		n++;
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = db_fail(db, "blob list");
+	sqlite3_finalize(st);
+	for (size_t i = 0; i < n && !err; i++)
+		fn(all[i].sha256, all[i].size, ctx);
+	free(all);
+	return err;
 }

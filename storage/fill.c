@@ -10,6 +10,7 @@
 #include "storage/blob.h"
 #include "storage/fill.h"
 #include "storage/health.h"
+#include "storage/lru.h"
 
 struct run {
 	struct db *db;
@@ -119,7 +120,8 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 	if (dberr) {
 		db_rollback(db);
 		flight_done(db, f);
-	}
+	}	if (!rc)
+		lru_added(size);
 	if (rc)
 		unlink(f->tmp);
 	close(f->fd); /* lets go of the lock */

@@ -56,6 +56,7 @@ static void check_reference(const char *sha, void *vctx)
 	c->r->unreferenced++;
 	fprintf(c->out, "unreferenced: %s\n", path);
 	if (c->repair && unlink(path) == 0) {
+		db_blob_delete(c->db, sha);
 		c->r->repaired++;
 		fprintf(c->out, "repaired: removed %s\n", path);
 	}
@@ -100,6 +101,7 @@ static void quarantine(struct ctx *c, const char *path, const char *name)
 			     (long)time(NULL)) >= sizeof(dest))
 		return;
 	if (rename(path, dest) == 0) {
+		db_blob_delete(c->db, name);
 		c->r->repaired++;
 		fprintf(c->out, "repaired: moved %s to %s\n", path, dest);
 	}
@@ -203,6 +205,24 @@ static void check_page(const char *index, const char *project,
 	}
 }
 
+/* An inventory row must name a blob in the store (eviction drops the
+ * row before the file, a commit writes the file before the row). */
+static void check_inventory(const char *sha256, long long size, void *vctx)
+{
+	struct ctx *c = vctx;
+
+	(void)size;
+	if (blob_exists(c->data_dir, sha256))
+		return;
+	c->r->lost_rows++;
+	fprintf(c->out, "inventory row without its blob: %s\n", sha256);
+	if (c->repair && db_blob_delete(c->db, sha256) == 0) {
+		c->r->repaired++;
+		fprintf(c->out, "repaired: dropped inventory row %s\n",
+			sha256);
+	}
+}
+
 static void check_flight(const char *key, const struct db_flight *row,
 			 void *vctx)
 {
@@ -269,19 +289,22 @@ int fsck_run(struct db *db, const char *data_dir, int repair, long grace,
 	free(c.names);
 	if (!err)
 		err = db_flight_each(db, check_flight, &c);
+	if (!err)
+		err = db_blob_each(db, check_inventory, &c);
 	snprintf(dir, sizeof(dir), "%s/tmp", data_dir);
 	each_entry(dir, check_temp, &c, NULL);
 	fprintf(out, "%ld blobs, %ld bad, %ld unreferenced; %ld pages, %ld "
 		"dangling; %ld dead claims; %ld stray temp files; database %s; "
-		"%ld repaired\n",
+		"%ld repaired; %ld inventory rows without blob\n",
 		r->blobs, r->bad_blobs, r->unreferenced, r->pages,
 		r->dangling_pages, r->dead_flights, r->stray_temps,
-		r->db_bad ? "BAD" : "ok", r->repaired);
+		r->db_bad ? "BAD" : "ok", r->repaired, r->lost_rows);
 	return err;
 }
 
 int fsck_clean(const struct fsck_report *r)
 {
 	return !r->bad_blobs && !r->dangling_pages && !r->unreferenced &&
-	       !r->dead_flights && !r->stray_temps && !r->db_bad;
+	       !r->dead_flights && !r->stray_temps && !r->db_bad &&
+	       !r->lost_rows;
 }

@@ -5,10 +5,12 @@
  * named by something (a page rendering, a listed file or its metadata, or
  * a rendering a refresh replaced, which the collector deletes after
  * gc_grace); every flight claim must be held by a live owner; no temp file
- * may be left unlocked; the SQLite database must pass quick_check. With
+ * may be left unlocked; every inventory row (db_blob) must name a blob
+ * in the store; the SQLite database must pass quick_check. With
  * repair, bad blobs are moved to DATA/quarantine/, dangling page rows are
  * dropped (the page is fetched again), unreferenced blobs are deleted,
- * dead claims and orphaned temp files are removed.
+ * dead claims, orphaned temp files and inventory rows without their blob
+ * are removed (deleted blobs take their inventory rows along).
  */
 #ifndef LARDER_FSCK_H
 #define LARDER_FSCK_H
@@ -25,6 +27,7 @@ struct fsck_report {
 	long unreferenced;   /* blobs nothing names */
 	long dead_flights;   /* claims nobody holds */
 	long stray_temps;    /* unlocked temp files */
+	long lost_rows;      /* inventory rows whose blob is gone */
 	long repaired;
 	int db_bad;          /* quick_check failed */
 };

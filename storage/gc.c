@@ -1,0 +1,429 @@
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/names.h"
+#include "storage/blob.h"
+#include "storage/gc.h"
+#include "storage/lru.h"
+
+#define BATCH 256 /* candidates read at a time */
+
+/* Takes DATA/gc.lock. Returns 0 with *fd the caller's to close (which
+ * lets go), EWOULDBLOCK, or an errno. */
+static int lock(const char *data_dir, int wait, int *fd)
+{
+	char path[PATH_MAX];
+	int err;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/gc.lock", data_dir) >=
+	    sizeof(path))
+		return ENAMETOOLONG;
+	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (*fd < 0) {
+		err = errno;
+		log_error(err, path, "open");
+		return err;
+	}
+	if (flock(*fd, LOCK_EX | (wait ? 0 : LOCK_NB)) < 0) {
+		err = errno == EWOULDBLOCK ? EWOULDBLOCK : errno;
+		if (err != EWOULDBLOCK)
+			log_error(err, path, "flock");
+		close(*fd);
+		*fd = -1;
+		return err;
+	}
+	return 0;
+}
+
+/* Size and free bytes of the data directory's file system. */
+static int fs_space(const char *data_dir, long long *size, long long *avail)
+{
+	struct statvfs v;
+
+	if (statvfs(data_dir, &v) < 0)
+		return errno;
+	*size = (long long)v.f_blocks * (long long)v.f_frsize;
+	*avail = (long long)v.f_bavail * (long long)v.f_frsize;
+	return 0;
+}
+
+struct fold {
+	struct db *db;
+	int err;
+};
+
+static void fold_one(const char prefix[17], long long at, void *vctx)
+{
+	struct fold *f = vctx;
+
+	if (!f->err)
+		f->err = db_blob_fold(f->db, prefix, at);
+}
+
+/* Moves the use table's times into blobs.used_at, in one transaction:
+ * what was touched since the last fold (a second of overlap). */
+static int fold(struct db *db, long long now)
+{
+	struct fold f = {.db = db};
+	long long since = lru_folded_at();
+	int err;
+
+	err = db_begin(db);
+	if (err)
+		return err;
+	lru_each(since > 0 ? since - 1 : 0, fold_one, &f);
+	err = f.err ? f.err : db_commit(db);
+	if (err)
+		db_rollback(db);
+	return err;
+}
+
+int gc_due(const char *data_dir, long long max_size, long min_free)
+{
+	long long bytes = lru_bytes(), size, avail;
+
+	if (max_size > 0 && (bytes < 0 || bytes > max_size))
+		return 1;
+	return min_free > 0 && fs_space(data_dir, &size, &avail) == 0 &&
+	       avail * 100 < size * min_free;
+}
+
+/* Evicts candidates until the goals are met. */
+static int evict(struct db *db, const char *data_dir, const struct gc_opts *o,
+		 long long need_bytes, long long need_free,
+		 struct gc_report *r)
+{
+	struct db_blob rows[BATCH];
+	char path[PATH_MAX], after[65] = "";
+	long long now = (long long)time(NULL), cutoff = now - o->grace;
+	long long after_at = -1;
+	size_t n;
+	int err;
+
+	while (r->evicted_bytes < need_bytes || r->evicted_bytes < need_free) {
+		err = db_blob_oldest(db, cutoff, after_at, after, rows, BATCH,
+				     &n);
+		if (err || n == 0)
+			return err;
+		for (size_t i = 0; i < n; i++) {
+			if (r->evicted_bytes >= need_bytes &&
+			    r->evicted_bytes >= need_free)
+				break;
+			/* used since the fold, or just now */
+			if (lru_get(rows[i].sha256) > cutoff) {
+				r->kept++;
+				continue;
+			}
+			err = db_blob_evict(db, rows[i].sha256, now,
+					    o->dry_run);
+			if (err == EBUSY) {
+				r->kept++;
+				continue;
+			}
+			if (err)
+				return err;
+			if (!o->dry_run &&
+			    blob_path(data_dir, rows[i].sha256, path,
+				      sizeof(path)) == 0 &&
+			    unlink(path) < 0 && errno != ENOENT)
+				log_warn(errno, path, "evicting");
+			r->evicted++;
+			r->evicted_bytes += rows[i].size;
+			if (o->list)
+				fprintf(o->list, "%s %s %lld bytes, last used "
+					"%lld s ago\n",
+					o->dry_run ? "would evict" : "evicted",
+					rows[i].sha256, rows[i].size,
+					now - rows[i].used_at);
+		}
+		after_at = rows[n - 1].used_at;
+		snprintf(after, sizeof(after), "%s", rows[n - 1].sha256);
+	}
+	return 0;
+}
+
+int gc_run(struct db *db, const char *data_dir, const struct gc_opts *o,
+	   struct gc_report *r)
+{
+	long long now = (long long)time(NULL), need_bytes = 0, need_free = 0;
+	long long avail = 0;
+	int fd = -1, err;
+
+	memset(r, 0, sizeof(*r));
+	err = lock(data_dir, o->wait, &fd);
+	if (err)
+		return err;
+	if (!o->dry_run)
+		err = fold(db, now);
+	if (!err)
+		err = db_blob_totals(db, &r->bytes_before, &r->count_before);
+	if (err)
+		goto out;
+	if (fs_space(data_dir, &r->fs_size, &avail) == 0)
+		r->fs_free_before = avail;
+	else
+		r->fs_size = 0;
+	if (o->max_size > 0 && r->bytes_before > o->max_size) {
+		r->over_size = 1;
+		need_bytes = r->bytes_before - o->max_size / 100 * 95;
+	}
+	if (o->min_free > 0 && r->fs_size > 0 &&
+	    avail * 100 < r->fs_size * o->min_free) {
+		r->low_free = 1;
+		need_free = r->fs_size / 100 * (o->min_free + 5) - avail;
+	}
+	err = evict(db, data_dir, o, need_bytes, need_free, r);
+	r->bytes_after = r->bytes_before - r->evicted_bytes;
+	r->count_after = r->count_before - r->evicted;
+	if (!err && !o->dry_run &&
+	    db_blob_totals(db, &r->bytes_after, &r->count_after) == 0)
+		lru_reset(r->bytes_after, now);
+out:
+	close(fd);
+	return err;
+}
+
+struct known {
+	char sha256[65];
+	int seen;      /* its file was found */
+};
+
+struct walk {
+	struct db *db;
+	int dry_run;
+	struct known *rows;   /* the inventory, sorted */
+	size_t n, cap;
+	long added, dropped;
+	int err;
+};
+
+static void collect(const char *sha256, long long size, void *vctx)
+{
+	struct walk *w = vctx;
+	struct known *grown;
+
+	(void)size;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 1024;
+
+		grown = realloc(w->rows, cap * sizeof(*grown));
+		if (!grown) {
+			w->err = ENOMEM;
+			return;
+		}
+		w->rows = grown;
+		w->cap = cap;
+	}
+	snprintf(w->rows[w->n].sha256, 65, "%s", sha256);
+	w->rows[w->n++].seen = 0;
+}
+
+static int by_sha(const void *a, const void *b)
+{
+	return strcmp(((const struct known *)a)->sha256,
+		      ((const struct known *)b)->sha256);
+}
+
+/* Adds DIR/name, a blob file, to the inventory unless it has it. */
+static void add_file(struct walk *w, const char *dir, const char *name)
+{
+	struct known key, *k;
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (!names_is_sha256(name))
+		return;
+	snprintf(key.sha256, sizeof(key.sha256), "%s", name);
+	k = bsearch(&key, w->rows, w->n, sizeof(*w->rows), by_sha);
+	if (k) {
+		k->seen = 1;
+		return;
+	}
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+		sizeof(path) ||
+	    stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return;
+	w->added++;
+	if (!w->dry_run && !w->err)
+		w->err = db_blob_add_at(w->db, name, (long long)st.st_size,
+					(long long)st.st_mtime);
+}
+
+/* Calls fn(w, path, name) for each entry of dir but . and .. */
+static int each_entry(struct walk *w, const char *dir,
+		      void (*fn)(struct walk *, const char *, const char *))
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return errno == ENOENT ? 0 : errno;
+	while ((e = readdir(d)) != NULL && !w->err)
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			fn(w, dir, e->d_name);
+	closedir(d);
+	return 0;
+}
+
+static void walk_leaf(struct walk *w, const char *dir, const char *name)
+{
+	char sub[PATH_MAX];
+
+	if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, name) <
+	    sizeof(sub))
+		each_entry(w, sub, add_file);
+}
+
+static void walk_top(struct walk *w, const char *dir, const char *name)
+{
+	char sub[PATH_MAX];
+
+	if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, name) <
+	    sizeof(sub))
+		each_entry(w, sub, walk_leaf);
+}
+
+int gc_reconcile(struct db *db, const char *data_dir, int dry_run,
+		 long *added, long *dropped)
+{
+	struct walk w = {.db = db, .dry_run = dry_run};
+	char top[PATH_MAX];
+	int err;
+
+	*added = *dropped = 0;
+	err = db_blob_each(db, collect, &w);
+	if (!err)
+		err = w.err;
+	if (err)
+		goto out;
+	qsort(w.rows, w.n, sizeof(*w.rows), by_sha);
+	snprintf(top, sizeof(top), "%s/blobs/sha256", data_dir);
+	err = dry_run ? 0 : db_begin(db);
+	if (!err)
+		err = each_entry(&w, top, walk_top);
+	if (!err)
+		err = w.err;
+	for (size_t i = 0; i < w.n && !err; i++) {
+		/* not seen in the walk: gone, unless it came meanwhile */
+		if (w.rows[i].seen || blob_exists(data_dir, w.rows[i].sha256))
+			continue;
+		w.dropped++;
+		if (!dry_run)
+			err = db_blob_delete(db, w.rows[i].sha256);
+	}
+	if (!dry_run) {
+		if (!err)
+			err = db_commit(db);
+		if (err)
+			db_rollback(db);
+	}
+	*added = w.added;
+	*dropped = w.dropped;
+out:
+	free(w.rows);
+	return err;
+}
+
+int gc_after_commit(struct db *db, const char *data_dir,
+		    const struct gc_opts *o, struct gc_report *total)
+{
+	struct gc_opts try = *o;
+	struct gc_report r;
+	int err = 0;
+
+	try.wait = 0;
+	memset(total, 0, sizeof(*total));
+	if (!lru_take_added())
+		return 0;
+	/* a blob committed meanwhile may push it over again: a few rounds */
+	for (int round = 0; round < 3; round++) {
+		if (!gc_due(data_dir, o->max_size, o->min_free))
+			break;
+		err = gc_run(db, data_dir, &try, &r);
+		if (err == EWOULDBLOCK) {
+			lru_added(0); /* look again after the next request */
+			return err;
+		}
+		if (err)
+			return err;
+		if (!round)
+			*total = r;
+		else {
+			total->evicted += r.evicted;
+			total->evicted_bytes += r.evicted_bytes;
+			total->bytes_after = r.bytes_after;
+			total->count_after = r.count_after;
+		}
+		if (r.evicted == 0)
+			break;
+	}
+	return 0;
+}
+
+/* Prints bytes against a limit: " (95.0% of max_size)" or nothing. */
+static void against(FILE *out, long long bytes, long long max_size)
+{
+	if (max_size > 0)
+		fprintf(out, " (%.1f%% of max_size %lld)",
+			100.0 * (double)bytes / (double)max_size, max_size);
+	else
+		fprintf(out, " (max_size 0: no limit)");
+}
+
+int gc_command(struct db *db, const struct conf *c, int dry_run, FILE *out)
+{
+	struct gc_opts o = {.max_size = c->max_size, .min_free = c->min_free,
+			    .grace = c->gc_grace, .dry_run = dry_run,
+			    .wait = 1, .list = out};
+	struct gc_report r;
+	long added = 0, dropped = 0;
+	int err;
+
+	/* the workers' use times, if they keep any */
+	lru_open(c->data_dir);
+	err = gc_reconcile(db, c->data_dir, dry_run, &added, &dropped);
+	if (err) {
+		log_error(err, c->data_dir, "gc: reconciling the inventory");
+		return err;
+	}
+	fprintf(out, "inventory: %ld %s (blobs not in it), %ld %s (file "
+		"gone)\n", added, dry_run ? "to add" : "added", dropped,
+		dry_run ? "to drop" : "dropped");
+	err = gc_run(db, c->data_dir, &o, &r);
+	if (err) {
+		log_error(err, c->data_dir, "gc");
+		return err;
+	}
+	fprintf(out, "before: %lld bytes in %ld blobs", r.bytes_before,
+		r.count_before);
+	against(out, r.bytes_before, c->max_size);
+	if (r.fs_size > 0)
+		fprintf(out, "; %.1f%% of the file system free (min_free "
+			"%ld%%)", 100.0 * (double)r.fs_free_before /
+					   (double)r.fs_size, c->min_free);
+	fprintf(out, "\n%s %ld blobs, %lld bytes\n",
+		dry_run ? "would evict" : "evicted", r.evicted,
+		r.evicted_bytes);
+	if (r.kept)
+		fprintf(out, "kept %ld candidates (in use, fresh pages, "
+			"manifests)\n", r.kept);
+	fprintf(out, "%s: %lld bytes in %ld blobs",
+		dry_run ? "after (would be)" : "after", r.bytes_after,
+		r.count_after);
+	against(out, r.bytes_after, c->max_size);
+	fprintf(out, "\n");
+	return 0;
+}
