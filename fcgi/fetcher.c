@@ -38,6 +38,7 @@ struct pump {
 	int broken;          /* what the client has cannot be finished */
 	char reason[1024];   /* why */
 	long long first_ms;  /* when the first byte was seen, 0 before */
+	struct db *db;       /* the connection fill() runs on */
 };
 
 static long long now_ms(void)
@@ -165,6 +166,8 @@ static void on_verified(const char *sha256, long long size, void *ctx)
 	 * small file, so it rides this worker's warm upstream connection */
 	if (!p->broken && p->r->started && p->t.off == size)
 		req_end(p->r, size <= KEEP_BYTES);
+	/* and before it is stored, room for it within max_size */
+	worker_make_room(p->w, p->db, size);
 }
 
 /* Runs the fetch this process owns (tail says so) to its end. */
@@ -180,6 +183,7 @@ static int fill(struct pump *p, struct db *db, char *err, size_t errlen)
 	char sha[65];
 	int rc;
 
+	p->db = db;
 	rc = fill_run(db, c->data_dir, &p->t.f, &fw, &h, sha, err, errlen);
 	if (!rc && want->meta_of)
 		db_file_set_meta(db, want->meta_of, sha);

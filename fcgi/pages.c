@@ -160,6 +160,8 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	if (!rc)
 		rc = simple_render_html(&page, &html);
 	if (!rc)
+		worker_make_room(w, w->db, (long long)(json.len + html.len));
+	if (!rc)
 		rc = blob_put(data_dir, json.data, json.len, p->json_sha);
 	if (!rc)
 		rc = blob_put(data_dir, html.data, html.len, p->html_sha);

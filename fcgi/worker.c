@@ -85,3 +85,21 @@ void worker_collect(struct worker *w, struct db *db)
 			 "%lld bytes in %ld blobs", r.evicted, r.evicted_bytes,
 			 r.bytes_after, r.count_after);
 }
+
+void worker_make_room(struct worker *w, struct db *db, long long size)
+{
+	const struct conf *c = w->conf;
+	struct gc_opts o = {.max_size = c->max_size,
+			    .min_free = c->min_free,
+			    .grace = c->gc_grace,
+			    .incoming = size};
+	struct gc_report r;
+
+	if (c->max_size <= 0 || lru_bytes() < 0 ||
+	    lru_bytes() + size <= c->max_size)
+		return;
+	if (gc_run(db, c->data_dir, &o, &r) == 0 && r.evicted)
+		log_info("gc: evicted %ld blobs, %lld bytes, for %lld coming; "
+			 "the store holds %lld bytes", r.evicted,
+			 r.evicted_bytes, size, r.bytes_after);
+}

@@ -54,4 +54,12 @@ void worker_sweep(struct worker *w);
  * (storage/gc.h) on db, unless another process runs it. */
 void worker_collect(struct worker *w, struct db *db);
 
+/* A blob of size bytes, in hand, is about to be stored: when it would take
+ * the store over max_size, runs the collector here (not waiting for
+ * another one) on db to evict room for it too. Called once the client has the
+ * bytes (a file: after its response ended) or, for a page rendering, a
+ * few ms before the page is answered, and only when it crosses the
+ * limit; so the store stays within it instead of passing it by a blob. */
+void worker_make_room(struct worker *w, struct db *db, long long size);
+
 #endif

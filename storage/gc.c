@@ -176,9 +176,10 @@ int gc_run(struct db *db, const char *data_dir, const struct gc_opts *o,
 		r->fs_free_before = avail;
 	else
 		r->fs_size = 0;
-	if (o->max_size > 0 && r->bytes_before > o->max_size) {
+	if (o->max_size > 0 && r->bytes_before + o->incoming > o->max_size) {
 		r->over_size = 1;
-		need_bytes = r->bytes_before - o->max_size / 100 * 95;
+		need_bytes = r->bytes_before + o->incoming -
+			     o->max_size / 100 * 95;
 	}
 	if (o->min_free > 0 && r->fs_size > 0 &&
 	    avail * 100 < r->fs_size * o->min_free) {

@@ -7,7 +7,8 @@
  * (storage/lru.h) into blobs.used_at in one transaction, then, when the
  * inventory's bytes pass max_size or the free space (statvfs on the data
  * directory) is under min_free, evicts until it is "5% under":
- *   max_size: the inventory holds at most 95% of max_size;
+ *   max_size: the inventory holds at most 95% of max_size (less the
+ *             bytes of a blob on its way in, o->incoming);
  *   min_free: at least min_free + 5 percentage points of the file
  *             system's size is free to unprivileged users (f_bavail),
  *             counting the bytes of the evicted blobs as freed;
@@ -39,6 +40,7 @@ struct gc_opts {
 	int dry_run;        /* change nothing; list what would go */
 	int wait;           /* wait for another collector (else EWOULDBLOCK) */
 	FILE *list;         /* one line per evicted blob, or NULL */
+	long long incoming; /* bytes about to be committed, to make room for */
 };
 
 /* What a run found and did: the figures for `larder gc' and counters. */
@@ -53,7 +55,8 @@ struct gc_report {
 	long long fs_size, fs_free_before;   /* bytes, statvfs */
 };
 
-/* Runs the collector once, as above. Returns 0 (r says what it did),
+/* Runs the collector once, as above; o->incoming asks for room for a
+ * blob about to be committed (fcgi/worker.c worker_make_room). Returns 0 (r says what it did),
  * EWOULDBLOCK when another runs and o->wait is 0, or an errno (logged). */
 int gc_run(struct db *db, const char *data_dir, const struct gc_opts *o,
 	   struct gc_report *r);

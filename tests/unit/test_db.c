@@ -253,8 +253,81 @@ T(schema_2_upgrades)
 	remove_db(dir);
 }
 
+/* What the collector reads and does: fold use times by prefix, list the
+ * least recently used, and evict unless a registry ref names the blob or
+ * it renders a fresh page or one being refreshed; an evicted rendering
+ * takes its page row along and hands the other rendering to garbage. */
+T(blob_evict)
+{
+	char dir[] = "/tmp/larder-test-db-XXXXXX", s[5][65], due[8][65];
+	struct db_page p = {.status = 200, .fetched_at = 100, .ttl = 10}, got;
+	struct db_oci_ref ref = {.status = 200, .fetched_at = 1, .ttl = 1};
+	struct db_blob rows[8];
+	struct db *db = NULL;
+	size_t n = 0;
+	long refs = -1;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp failed");
+		return;
+	}
+	for (int i = 0; i < 5; i++)
+		snprintf(s[i], 65, "%02d%062d", i, 0);
+	CHECK_INT(db_open(dir, &db), 0);
+	for (int i = 0; i < 5; i++)
+		CHECK_INT(db_blob_add_at(db, s[i], 10 + i, 50 + i), 0);
+	/* s[0]'s use is folded in by its prefix: it is now the newest */
+	CHECK_INT(db_blob_fold(db, "0000000000000000", 90), 0);
+	CHECK_INT(db_blob_oldest(db, 1000, -1, "", rows, 8, &n), 0);
+	CHECK_INT(n, 5);
+	CHECK_STR(rows[0].sha256, s[1]);
+	CHECK_STR(rows[4].sha256, s[0]);
+	CHECK_INT(rows[4].used_at, 90);
+	CHECK_INT(db_blob_oldest(db, 53, -1, "", rows, 8, &n), 0);
+	CHECK_INT(n, 2);
+	CHECK_INT(db_blob_oldest(db, 1000, 52, s[2], rows, 8, &n), 0);
+	CHECK_INT(n, 3);
+	CHECK_STR(rows[0].sha256, s[3]);
+
+	/* s[1] names a registry body: kept */
+	snprintf(ref.sha256, sizeof(ref.sha256), "%s", s[1]);
+	CHECK_INT(db_oci_ref_put(db, "hub", "a", "1", &ref), 0);
+	CHECK_INT(db_blob_evict(db, s[1], 1000, 0), EBUSY);
+	/* s[2]/s[3] render a page fresh until 110 */
+	snprintf(p.json_sha, sizeof(p.json_sha), "%s", s[2]);
+	snprintf(p.html_sha, sizeof(p.html_sha), "%s", s[3]);
+	CHECK_INT(db_page_put(db, "pypi", "six", &p), 0);
+	CHECK_INT(db_blob_evict(db, s[2], 105, 0), EBUSY);
+	/* stale, but being refreshed */
+	CHECK_INT(db_flight_insert(db, "page:pypi:six", "/x", 1, 1, -1), 0);
+	CHECK_INT(db_blob_evict(db, s[2], 200, 0), EBUSY);
+	CHECK_INT(db_flight_delete(db, "page:pypi:six", "/x"), 0);
+	/* a dry run changes nothing */
+	CHECK_INT(db_blob_evict(db, s[2], 200, 1), 0);
+	CHECK_INT(db_page_get(db, "pypi", "six", &got), 0);
+	/* evicted: the page goes, the other rendering becomes garbage */
+	CHECK_INT(db_blob_evict(db, s[2], 200, 0), 0);
+	CHECK_INT(db_page_get(db, "pypi", "six", &got), ENOENT);
+	CHECK_INT(db_garbage_due(db, 1, due, 8, &n), 0);
+	CHECK_INT(n, 1);
+	CHECK_STR(due[0], s[3]);
+	CHECK_INT(db_refs(db, s[3], &refs), 0);
+	CHECK_INT(refs, 0);
+	CHECK_INT(db_blob_oldest(db, 1000, -1, "", rows, 8, &n), 0);
+	CHECK_INT(n, 4);
+	/* a listed file is evictable; its listing stays */
+	CHECK_INT(db_file_put(db, "pypi", s[4], "x.whl", "http://u/x.whl", 14,
+			      0, ""), 0);
+	CHECK_INT(db_blob_evict(db, s[4], 1000, 0), 0);
+	CHECK_INT(db_blob_oldest(db, 1000, -1, "", rows, 8, &n), 0);
+	CHECK_INT(n, 3);
+	db_close(db);
+	remove_db(dir);
+}
+
 int main(void)
 {
+	RUN(blob_evict);
 	RUN(blob_rows);
 	RUN(schema_2_upgrades);
 	RUN(open_race_on_fresh_store);
