@@ -41,7 +41,7 @@ int db_blob_totals(struct db *db, long long *bytes, long *count)
 }
 
 int db_blob_add_at(struct db *db, const char *sha256, long long size,
-		   long long used_at)
+                   long long used_at)
 {
 	sqlite3_stmt *st = db_stmt(db, S_BLOB_ADD);
 
@@ -65,8 +65,8 @@ static int prepare(struct db *db, const char *text, sqlite3_stmt **st)
 int db_blob_fold(struct db *db, const char *prefix, long long at)
 {
 	static const char text[] =
-		"UPDATE blobs SET used_at = ?2 WHERE sha256 >= ?1"
-		" AND sha256 < ?1 || 'g' AND used_at < ?2";
+	    "UPDATE blobs SET used_at = ?2 WHERE sha256 >= ?1"
+	    " AND sha256 < ?1 || 'g' AND used_at < ?2";
 	sqlite3_stmt *st;
 	int err = prepare(db, text, &st);
 
@@ -80,13 +80,13 @@ int db_blob_fold(struct db *db, const char *prefix, long long at)
 }
 
 int db_blob_oldest(struct db *db, long long before, long long after_at,
-		   const char *after_sha, struct db_blob *rows, size_t max,
-		   size_t *n)
+                   const char *after_sha, struct db_blob *rows, size_t max,
+                   size_t *n)
 {
 	static const char text[] =
-		"SELECT sha256, size, used_at FROM blobs WHERE used_at < ?1"
-		" AND (used_at > ?2 OR (used_at = ?2 AND sha256 > ?3))"
-		" ORDER BY used_at, sha256 LIMIT ?4";
+	    "SELECT sha256, size, used_at FROM blobs WHERE used_at < ?1"
+	    " AND (used_at > ?2 OR (used_at = ?2 AND sha256 > ?3))"
+	    " ORDER BY used_at, sha256 LIMIT ?4";
 	sqlite3_stmt *st;
 	int err = prepare(db, text, &st), rc;
 
@@ -119,28 +119,27 @@ static long long count_of(sqlite3_stmt *st)
 	return n;
 }
 
-int db_blob_evict(struct db *db, const char *sha256, long long now,
-		  int dry_run)
+int db_blob_evict(struct db *db, const char *sha256, long long now, int dry_run)
 {
 	/* a body a registry ref names; a rendering of a fresh page, or of a
 	 * page whose refresh is under way (it may renew the row as it is) */
 	static const char kept[] =
-		"SELECT (SELECT count(*) FROM oci_refs WHERE sha256 = ?1)"
-		" + (SELECT count(*) FROM pages"
-		"    WHERE (json_sha = ?1 OR html_sha = ?1)"
-		"    AND (fetched_at + ttl > ?2 OR EXISTS (SELECT 1 FROM flights"
-		"         WHERE key = 'page:' || idx || ':' || project)))";
+	    "SELECT (SELECT count(*) FROM oci_refs WHERE sha256 = ?1)"
+	    " + (SELECT count(*) FROM pages"
+	    "    WHERE (json_sha = ?1 OR html_sha = ?1)"
+	    "    AND (fetched_at + ttl > ?2 OR EXISTS (SELECT 1 FROM flights"
+	    "         WHERE key = 'page:' || idx || ':' || project)))";
 	static const char *const drop[] = {
-		/* the page's other rendering: due for the replaced-rendering
-		 * collector at once (fcgi/pages.c pages_collect) */
-		"INSERT OR IGNORE INTO garbage"
-		" SELECT json_sha, 0 FROM pages"
-		"  WHERE html_sha = ?1 AND json_sha != ?1 AND json_sha != ''"
-		" UNION SELECT html_sha, 0 FROM pages"
-		"  WHERE json_sha = ?1 AND html_sha != ?1 AND html_sha != ''",
-		"DELETE FROM pages WHERE json_sha = ?1 OR html_sha = ?1",
-		"DELETE FROM garbage WHERE sha256 = ?1",
-		"DELETE FROM blobs WHERE sha256 = ?1",
+	    /* the page's other rendering: due for the replaced-rendering
+	     * collector at once (fcgi/pages.c pages_collect) */
+	    "INSERT OR IGNORE INTO garbage"
+	    " SELECT json_sha, 0 FROM pages"
+	    "  WHERE html_sha = ?1 AND json_sha != ?1 AND json_sha != ''"
+	    " UNION SELECT html_sha, 0 FROM pages"
+	    "  WHERE json_sha = ?1 AND html_sha != ?1 AND html_sha != ''",
+	    "DELETE FROM pages WHERE json_sha = ?1 OR html_sha = ?1",
+	    "DELETE FROM garbage WHERE sha256 = ?1",
+	    "DELETE FROM blobs WHERE sha256 = ?1",
 	};
 	sqlite3_stmt *st = NULL;
 	long long n;
@@ -182,8 +181,8 @@ out:
 }
 
 int db_blob_each(struct db *db,
-		 void (*fn)(const char *sha256, long long size, void *ctx),
-		 void *ctx)
+                 void (*fn)(const char *sha256, long long size, void *ctx),
+                 void *ctx)
 {
 	sqlite3_stmt *st;
 	struct db_blob *all = NULL, *grown;

@@ -103,8 +103,7 @@ int gc_due(const char *data_dir, long long max_size, long min_free)
 
 /* Evicts candidates until the goals are met. */
 static int evict(struct db *db, const char *data_dir, const struct gc_opts *o,
-		 long long need_bytes, long long need_free,
-		 struct gc_report *r)
+                 long long need_bytes, long long need_free, struct gc_report *r)
 {
 	struct db_blob rows[BATCH];
 	char path[PATH_MAX], after[65] = "";
@@ -115,7 +114,7 @@ static int evict(struct db *db, const char *data_dir, const struct gc_opts *o,
 
 	while (r->evicted_bytes < need_bytes || r->evicted_bytes < need_free) {
 		err = db_blob_oldest(db, cutoff, after_at, after, rows, BATCH,
-				     &n);
+		                     &n);
 		if (err || n == 0)
 			return err;
 		for (size_t i = 0; i < n; i++) {
@@ -127,8 +126,8 @@ static int evict(struct db *db, const char *data_dir, const struct gc_opts *o,
 				r->kept++;
 				continue;
 			}
-			err = db_blob_evict(db, rows[i].sha256, now,
-					    o->dry_run);
+			err =
+			    db_blob_evict(db, rows[i].sha256, now, o->dry_run);
 			if (err == EBUSY) {
 				r->kept++;
 				continue;
@@ -137,17 +136,18 @@ static int evict(struct db *db, const char *data_dir, const struct gc_opts *o,
 				return err;
 			if (!o->dry_run &&
 			    blob_path(data_dir, rows[i].sha256, path,
-				      sizeof(path)) == 0 &&
+			              sizeof(path)) == 0 &&
 			    unlink(path) < 0 && errno != ENOENT)
 				log_warn(errno, path, "evicting");
 			r->evicted++;
 			r->evicted_bytes += rows[i].size;
 			if (o->list)
-				fprintf(o->list, "%s %s %lld bytes, last used "
-					"%lld s ago\n",
-					o->dry_run ? "would evict" : "evicted",
-					rows[i].sha256, rows[i].size,
-					now - rows[i].used_at);
+				fprintf(o->list,
+				        "%s %s %lld bytes, last used "
+				        "%lld s ago\n",
+				        o->dry_run ? "would evict" : "evicted",
+				        rows[i].sha256, rows[i].size,
+				        now - rows[i].used_at);
 		}
 		after_at = rows[n - 1].used_at;
 		snprintf(after, sizeof(after), "%s", rows[n - 1].sha256);
@@ -156,7 +156,7 @@ static int evict(struct db *db, const char *data_dir, const struct gc_opts *o,
 }
 
 int gc_run(struct db *db, const char *data_dir, const struct gc_opts *o,
-	   struct gc_report *r)
+           struct gc_report *r)
 {
 	long long now = (long long)time(NULL), need_bytes = 0, need_free = 0;
 	long long avail = 0;
@@ -178,8 +178,8 @@ int gc_run(struct db *db, const char *data_dir, const struct gc_opts *o,
 		r->fs_size = 0;
 	if (o->max_size > 0 && r->bytes_before + o->incoming > o->max_size) {
 		r->over_size = 1;
-		need_bytes = r->bytes_before + o->incoming -
-			     o->max_size / 100 * 95;
+		need_bytes =
+		    r->bytes_before + o->incoming - o->max_size / 100 * 95;
 	}
 	if (o->min_free > 0 && r->fs_size > 0 &&
 	    avail * 100 < r->fs_size * o->min_free) {
@@ -199,13 +199,13 @@ out:
 
 struct known {
 	char sha256[65];
-	int seen;      /* its file was found */
+	int seen; /* its file was found */
 };
 
 struct walk {
 	struct db *db;
 	int dry_run;
-	struct known *rows;   /* the inventory, sorted */
+	struct known *rows; /* the inventory, sorted */
 	size_t n, cap;
 	long added, dropped;
 	int err;
@@ -235,7 +235,7 @@ static void collect(const char *sha256, long long size, void *vctx)
 static int by_sha(const void *a, const void *b)
 {
 	return strcmp(((const struct known *)a)->sha256,
-		      ((const struct known *)b)->sha256);
+	              ((const struct known *)b)->sha256);
 }
 
 /* Adds DIR/name, a blob file, to the inventory unless it has it. */
@@ -254,18 +254,18 @@ static void add_file(struct walk *w, const char *dir, const char *name)
 		return;
 	}
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >=
-		sizeof(path) ||
+	        sizeof(path) ||
 	    stat(path, &st) < 0 || !S_ISREG(st.st_mode))
 		return;
 	w->added++;
 	if (!w->dry_run && !w->err)
 		w->err = db_blob_add_at(w->db, name, (long long)st.st_size,
-					(long long)st.st_mtime);
+		                        (long long)st.st_mtime);
 }
 
 /* Calls fn(w, path, name) for each entry of dir but . and .. */
 static int each_entry(struct walk *w, const char *dir,
-		      void (*fn)(struct walk *, const char *, const char *))
+                      void (*fn)(struct walk *, const char *, const char *))
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -297,8 +297,8 @@ static void walk_top(struct walk *w, const char *dir, const char *name)
 		each_entry(w, sub, walk_leaf);
 }
 
-int gc_reconcile(struct db *db, const char *data_dir, int dry_run,
-		 long *added, long *dropped)
+int gc_reconcile(struct db *db, const char *data_dir, int dry_run, long *added,
+                 long *dropped)
 {
 	struct walk w = {.db = db, .dry_run = dry_run};
 	char top[PATH_MAX];
@@ -339,7 +339,7 @@ out:
 }
 
 int gc_after_commit(struct db *db, const char *data_dir,
-		    const struct gc_opts *o, struct gc_report *total)
+                    const struct gc_opts *o, struct gc_report *total)
 {
 	struct gc_opts try = *o;
 	struct gc_report r;
@@ -379,16 +379,19 @@ static void against(FILE *out, long long bytes, long long max_size)
 {
 	if (max_size > 0)
 		fprintf(out, " (%.1f%% of max_size %lld)",
-			100.0 * (double)bytes / (double)max_size, max_size);
+		        100.0 * (double)bytes / (double)max_size, max_size);
 	else
 		fprintf(out, " (max_size 0: no limit)");
 }
 
 int gc_command(struct db *db, const struct conf *c, int dry_run, FILE *out)
 {
-	struct gc_opts o = {.max_size = c->max_size, .min_free = c->min_free,
-			    .grace = c->gc_grace, .dry_run = dry_run,
-			    .wait = 1, .list = out};
+	struct gc_opts o = {.max_size = c->max_size,
+	                    .min_free = c->min_free,
+	                    .grace = c->gc_grace,
+	                    .dry_run = dry_run,
+	                    .wait = 1,
+	                    .list = out};
 	struct gc_report r;
 	long added = 0, dropped = 0;
 	int err;
@@ -400,30 +403,36 @@ int gc_command(struct db *db, const struct conf *c, int dry_run, FILE *out)
 		log_error(err, c->data_dir, "gc: reconciling the inventory");
 		return err;
 	}
-	fprintf(out, "inventory: %ld %s (blobs not in it), %ld %s (file "
-		"gone)\n", added, dry_run ? "to add" : "added", dropped,
-		dry_run ? "to drop" : "dropped");
+	fprintf(out,
+	        "inventory: %ld %s (blobs not in it), %ld %s (file "
+	        "gone)\n",
+	        added, dry_run ? "to add" : "added", dropped,
+	        dry_run ? "to drop" : "dropped");
 	err = gc_run(db, c->data_dir, &o, &r);
 	if (err) {
 		log_error(err, c->data_dir, "gc");
 		return err;
 	}
 	fprintf(out, "before: %lld bytes in %ld blobs", r.bytes_before,
-		r.count_before);
+	        r.count_before);
 	against(out, r.bytes_before, c->max_size);
 	if (r.fs_size > 0)
-		fprintf(out, "; %.1f%% of the file system free (min_free "
-			"%ld%%)", 100.0 * (double)r.fs_free_before /
-					   (double)r.fs_size, c->min_free);
+		fprintf(out,
+		        "; %.1f%% of the file system free (min_free "
+		        "%ld%%)",
+		        100.0 * (double)r.fs_free_before / (double)r.fs_size,
+		        c->min_free);
 	fprintf(out, "\n%s %ld blobs, %lld bytes\n",
-		dry_run ? "would evict" : "evicted", r.evicted,
-		r.evicted_bytes);
+	        dry_run ? "would evict" : "evicted", r.evicted,
+	        r.evicted_bytes);
 	if (r.kept)
-		fprintf(out, "kept %ld candidates (in use, fresh pages, "
-			"manifests)\n", r.kept);
+		fprintf(out,
+		        "kept %ld candidates (in use, fresh pages, "
+		        "manifests)\n",
+		        r.kept);
 	fprintf(out, "%s: %lld bytes in %ld blobs",
-		dry_run ? "after (would be)" : "after", r.bytes_after,
-		r.count_after);
+	        dry_run ? "after (would be)" : "after", r.bytes_after,
+	        r.count_after);
 	against(out, r.bytes_after, c->max_size);
 	fprintf(out, "\n");
 	return 0;

@@ -49,17 +49,18 @@ struct gc_report {
 	long count_before, count_after;      /* blobs in it */
 	long evicted;                        /* blobs evicted (or would be) */
 	long long evicted_bytes;
-	long kept;              /* candidates that had to stay */
-	int over_size;          /* the run began over max_size */
-	int low_free;           /* the run began under min_free */
-	long long fs_size, fs_free_before;   /* bytes, statvfs */
+	long kept;                         /* candidates that had to stay */
+	int over_size;                     /* the run began over max_size */
+	int low_free;                      /* the run began under min_free */
+	long long fs_size, fs_free_before; /* bytes, statvfs */
 };
 
 /* Runs the collector once, as above; o->incoming asks for room for a
- * blob about to be committed (fcgi/worker.c worker_make_room). Returns 0 (r says what it did),
- * EWOULDBLOCK when another runs and o->wait is 0, or an errno (logged). */
+ * blob about to be committed (fcgi/worker.c worker_make_room). Returns 0 (r
+ * says what it did), EWOULDBLOCK when another runs and o->wait is 0, or an
+ * errno (logged). */
 int gc_run(struct db *db, const char *data_dir, const struct gc_opts *o,
-	   struct gc_report *r);
+           struct gc_report *r);
 
 /* Returns 1 when a run is due: the running total (storage/lru.h) is over
  * max_size or unknown, or less than min_free percent is free; cheap
@@ -72,14 +73,14 @@ int gc_due(const char *data_dir, long long max_size, long min_free);
  * the runs evicted. Returns 0, EWOULDBLOCK when another collector ran (this
  * process looks again after its next commit or request), or an errno. */
 int gc_after_commit(struct db *db, const char *data_dir,
-		    const struct gc_opts *o, struct gc_report *total);
+                    const struct gc_opts *o, struct gc_report *total);
 
 /* Brings the inventory in line with blobs/: adds rows for files it lacks
  * (a store from before it, used_at from the file's mtime) and drops rows
  * whose file is gone; with dry_run it only counts. Returns 0 or an errno;
  * *added and *dropped say how many. */
-int gc_reconcile(struct db *db, const char *data_dir, int dry_run,
-		 long *added, long *dropped);
+int gc_reconcile(struct db *db, const char *data_dir, int dry_run, long *added,
+                 long *dropped);
 
 /* `larder gc': reconciles the inventory, then runs the collector with c's
  * max_size, min_free and gc_grace (waiting for one that runs), printing

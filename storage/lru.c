@@ -36,7 +36,7 @@ static struct slot *slots;
 static char mapped_dir[PATH_MAX];
 static int added;
 
-#define LOAD(p) __atomic_load_n(p, __ATOMIC_RELAXED)
+#define LOAD(p)     __atomic_load_n(p, __ATOMIC_RELAXED)
 #define STORE(p, v) __atomic_store_n(p, v, __ATOMIC_RELAXED)
 
 /* Maps path if it is one of ours. Returns 0, or an errno (EBADF: not
@@ -86,7 +86,7 @@ static int make(const char *data_dir, const char *path, int replace)
 	int fd, err = 0;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/lru.shm.%ld.tmp", data_dir,
-			     (long)getpid()) >= sizeof(tmp))
+	                     (long)getpid()) >= sizeof(tmp))
 		return ENAMETOOLONG;
 	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
@@ -176,10 +176,9 @@ void lru_touch(const char *sha256)
 		s = &slots[(home + (uint64_t)i) % LRU_SLOTS];
 		cur = LOAD(&s->key);
 		zero = 0;
-		if (cur == 0 &&
-		    !__atomic_compare_exchange_n(&s->key, &zero, k, 0,
-						 __ATOMIC_RELAXED,
-						 __ATOMIC_RELAXED))
+		if (cur == 0 && !__atomic_compare_exchange_n(
+		                    &s->key, &zero, k, 0, __ATOMIC_RELAXED,
+		                    __ATOMIC_RELAXED))
 			cur = zero; /* someone took it meanwhile: whose? */
 		else if (cur == 0)
 			cur = k;
@@ -214,8 +213,8 @@ long long lru_get(const char *sha256)
 }
 
 void lru_each(long long since,
-	      void (*fn)(const char prefix[17], long long at, void *ctx),
-	      void *ctx)
+              void (*fn)(const char prefix[17], long long at, void *ctx),
+              void *ctx)
 {
 	char prefix[17];
 	uint64_t k;
@@ -227,7 +226,7 @@ void lru_each(long long since,
 		if (!k || at < since)
 			continue;
 		snprintf(prefix, sizeof(prefix), "%016llx",
-			 (unsigned long long)k);
+		         (unsigned long long)k);
 		fn(prefix, at, ctx);
 	}
 }

@@ -51,8 +51,8 @@ long long lru_get(const char *sha256);
 /* Calls fn with the 16-hex-digit prefix and the time of every slot
  * touched at or after since. */
 void lru_each(long long since,
-	      void (*fn)(const char prefix[17], long long at, void *ctx),
-	      void *ctx);
+              void (*fn)(const char prefix[17], long long at, void *ctx),
+              void *ctx);
 
 /* Adds a committed blob's size to the running total, and remembers in
  * this process that it committed one (lru_take_added). */

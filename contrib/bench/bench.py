@@ -40,6 +40,11 @@ party with an empty state) and warm, in rounds whose party order rotates:
                     whole process tree (MiB)
   endpoints         every URL larder serves, one warm request each
                     (larder behind nginx only)
+  bounded           an install storm while larder's store is held at its
+                    max_size (bounded.py): failed installs, the highest
+                    store size over the limit (%), warm req/s bounded vs
+                    unbounded (larder behind nginx only; not in the default
+                    set, --workloads bounded)
 
 and, for container images (oci.py: skopeo, Debian's docker-registry as the
 upstream and as a pull-through cache, larder's /v2/; skipped with the
@@ -96,6 +101,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
+import bounded as boundedmod  # noqa: E402
 import corpus as corpusmod  # noqa: E402
 import oci as ocimod  # noqa: E402
 import parties as partymod  # noqa: E402
@@ -110,6 +116,8 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 PYPI_WORKLOADS = ["install", "parallel-install", "throughput-cold", "slow-misses",
                   "throughput-hot", "metadata", "cold-files", "swarm", "endpoints"]
 WORKLOADS = PYPI_WORKLOADS + ocimod.WORKLOADS
+# run only when asked for (--workloads bounded): not part of the full report
+EXTRA_WORKLOADS = ["bounded"]
 MB = 1e6
 
 
@@ -1548,11 +1556,11 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     selected = args.workloads.split(",")
-    unknown = [w for w in selected if w not in WORKLOADS]
+    unknown = [w for w in selected if w not in WORKLOADS + EXTRA_WORKLOADS]
     if unknown:
         log("unknown workload %r (one of %s)" % (unknown[0], ", ".join(WORKLOADS)))
         return 2
-    pypi = [w for w in selected if w in PYPI_WORKLOADS]
+    pypi = [w for w in selected if w in PYPI_WORKLOADS + EXTRA_WORKLOADS]
     command = " ".join(["contrib/bench/bench.py"] + (argv if argv is not None
                                                      else sys.argv[1:]))
     for tool in ("wrk", "curl"):
@@ -1578,6 +1586,7 @@ def main(argv=None):
 
     signal.signal(signal.SIGTERM, on_term)
     upstream = oci = None
+    extra_goals = []
     rc = 0
     try:
         if pypi:
@@ -1613,7 +1622,9 @@ def main(argv=None):
                   "slow-misses": bench.w_slow_misses,
                   "throughput-hot": bench.w_throughput_hot, "metadata": bench.w_metadata,
                   "cold-files": bench.w_cold_files,
-                  "swarm": bench.w_swarm, "endpoints": bench.w_endpoints}.get(w)
+                  "swarm": bench.w_swarm, "endpoints": bench.w_endpoints,
+                  "bounded": lambda: extra_goals.extend(
+                      boundedmod.run(bench, sys.modules[__name__]))}.get(w)
             log("== %s" % w)
             if fn is None:
                 oci.run(w)
@@ -1662,7 +1673,8 @@ def main(argv=None):
                               "failures: %d" % len(bench.failures)]},
         "parties": infos,
         "workloads": bench.res.build(order),
-        "goals": (bench.goals() if pypi else []) + (oci.goals() if oci else []),
+        "goals": (bench.goals() if set(pypi) & set(PYPI_WORKLOADS) else []) +
+        (oci.goals() if oci else []) + extra_goals,
         "endpoints": bench.endpoints,
         "failures": bench.failures,
     }
