@@ -303,3 +303,22 @@ def test_evicted_oci_blob_is_fetched_again(oci_stack, upstream):
     r = stackmod.http(base + "/v2/test/small/blobs/" + digest)
     assert r.status == 200 and r.body == body, r
     assert st.relay.count("GET", r"/blobs/%s$" % re.escape(digest)) == gets + 1
+
+
+@pytest.mark.stack(larder_extra={"gc_grace": "1", "min_free": "99%"})
+def test_min_free(stack, dists):
+    """With no max_size but min_free = 99% (more than any test machine has
+    free), a run evicts what it may: the file used more than gc_grace
+    ago, not the fresh page's renderings."""
+    assert stack.get(page_path("larder-demo-a"), accept=PIP_ACCEPT).status == 200
+    assert stack.get(file_url(stack, dists, A11)).status == 200
+    time.sleep(2.5)
+    rc, out = larder_gc(stack.larder)
+    assert rc == 0, out
+    assert "(max_size 0: no limit)" in out and "(min_free 99%)" in out, out
+    assert not os.path.exists(blob_file(stack.data_dir, dists[A11].sha256)), out
+    (json_sha, html_sha), = db_rows(stack.data_dir, "SELECT json_sha, html_sha FROM pages"
+                                                    " WHERE project = 'larder-demo-a'")
+    assert os.path.exists(blob_file(stack.data_dir, json_sha))
+    r = stack.get(file_url(stack, dists, A11))
+    assert r.status == 200 and hashlib.sha256(r.body).hexdigest() == dists[A11].sha256
