@@ -163,7 +163,8 @@ int gc_run(struct db *db, const char *data_dir, const struct gc_opts *o,
 	int fd = -1, err;
 
 	memset(r, 0, sizeof(*r));
-	err = lock(data_dir, o->wait, &fd);
+	/* a dry run changes nothing, the lock file included */
+	err = o->dry_run ? 0 : lock(data_dir, o->wait, &fd);
 	if (err)
 		return err;
 	if (!o->dry_run)
@@ -193,7 +194,8 @@ int gc_run(struct db *db, const char *data_dir, const struct gc_opts *o,
 	    db_blob_totals(db, &r->bytes_after, &r->count_after) == 0)
 		lru_reset(r->bytes_after, now);
 out:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return err;
 }
 
@@ -374,6 +376,15 @@ int gc_after_commit(struct db *db, const char *data_dir,
 	return 0;
 }
 
+/* Whether DATA/lru.shm exists (a dry run must not make one). */
+static int access_lru(const char *data_dir)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/lru.shm", data_dir);
+	return access(path, F_OK) == 0;
+}
+
 /* Prints bytes against a limit: " (95.0% of max_size)" or nothing. */
 static void against(FILE *out, long long bytes, long long max_size)
 {
@@ -397,7 +408,8 @@ int gc_command(struct db *db, const struct conf *c, int dry_run, FILE *out)
 	int err;
 
 	/* the workers' use times, if they keep any */
-	lru_open(c->data_dir);
+	if (!dry_run || access_lru(c->data_dir))
+		lru_open(c->data_dir);
 	err = gc_reconcile(db, c->data_dir, dry_run, &added, &dropped);
 	if (err) {
 		log_error(err, c->data_dir, "gc: reconciling the inventory");
