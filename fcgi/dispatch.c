@@ -7,6 +7,8 @@
 #include "fcgi/dispatch.h"
 #include "fcgi/oci.h"
 #include "fcgi/pypi.h"
+#include "fcgi/status.h"
+#include "storage/stats.h"
 
 static void redirect(struct worker *w, struct req *r, const char *location)
 {
@@ -25,6 +27,29 @@ static void redirect(struct worker *w, struct req *r, const char *location)
 	req_header(r, "Location", "%s", buf_str(&url));
 	buf_free(&url);
 	req_reply(r, 301, "text/plain; charset=utf-8", body, strlen(body));
+}
+
+/* Counts r in the metrics once it is answered (storage/stats.h). */
+static void count(const struct req *r)
+{
+	enum stats_outcome o = STATS_NONE;
+
+	if (r->status >= 400 || r->aborted)
+		o = STATS_ERROR;
+	else if (!r->cache)
+		o = STATS_NONE;
+	else if (strcmp(r->cache, "HIT") == 0)
+		o = STATS_HIT;
+	else if (strcmp(r->cache, "MISS") == 0)
+		o = STATS_MISS;
+	else if (strcmp(r->cache, "STALE") == 0)
+		o = STATS_STALE;
+	else if (strcmp(r->cache, "REVALIDATED") == 0)
+		o = STATS_REVALIDATED;
+	stats_request((enum stats_kind)r->stat_kind, o);
+	/* what a miss sends came from upstream as it was sent */
+	if (o == STATS_HIT || o == STATS_STALE || o == STATS_REVALIDATED)
+		stats_add(STATS_SERVED_BYTES, (uint64_t)r->bytes);
 }
 
 static void route(struct worker *w, struct req *r)
@@ -55,11 +80,22 @@ static void route(struct worker *w, struct req *r)
 		req_reply(r, 200, "text/plain; charset=utf-8", health,
 			  sizeof(health) - 1);
 		break;
+	case ROUTE_METRICS:
+		status_metrics(w, r);
+		break;
+	case ROUTE_STATS:
+		status_json(w, r);
+		break;
+	case ROUTE_STATUS:
+		status_page(w, r);
+		break;
 	case ROUTE_SIMPLE_LIST:
 	case ROUTE_SIMPLE_PROJECT:
+		r->stat_kind = STATS_PAGE;
 		pypi_simple(w, r, &rt);
 		break;
 	case ROUTE_FILE:
+		r->stat_kind = rt.metadata ? STATS_METADATA : STATS_FILE;
 		pypi_file(w, r, &rt);
 		break;
 	}
@@ -67,6 +103,7 @@ static void route(struct worker *w, struct req *r)
 
 void dispatch(struct worker *w, struct req *r, int init_err)
 {
+	r->stat_kind = STATS_OTHER;
 	if (init_err) {
 		r->path[0] = '\0';
 		req_error(r, init_err == ENAMETOOLONG ? 414 : 400,
@@ -75,5 +112,6 @@ void dispatch(struct worker *w, struct req *r, int init_err)
 	} else {
 		route(w, r);
 	}
+	count(r);
 	req_log(r);
 }

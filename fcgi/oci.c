@@ -16,6 +16,7 @@
 #include "fcgi/send.h"
 #include "storage/blob.h"
 #include "storage/flight.h"
+#include "storage/stats.h"
 
 /* Manifests and tag lists smaller than this go out from larder itself
  * (fcgi/send.h, inline_under): most manifests are a few KiB. */
@@ -481,6 +482,16 @@ static int pick_registry(struct worker *w, struct oci_ctx *x, const char **rest)
 	return conf_registry_default(w->conf);
 }
 
+/* Counts a manifest request towards its image's place among the most
+ * requested ("registry/name"). */
+static void count_image(const struct oci_ctx *x, const char *rest)
+{
+	char image[STATS_TOP_NAME];
+
+	snprintf(image, sizeof(image), "%s/%s", x->reg->name, rest);
+	stats_top_add(STATS_TOP_IMAGES, image);
+}
+
 void oci_serve(struct worker *w, struct req *r)
 {
 	static const char base[] = "{}";
@@ -517,9 +528,12 @@ void oci_serve(struct worker *w, struct req *r)
 	}
 	switch (x.rt.kind) {
 	case OCI_MANIFEST:
+		r->stat_kind = STATS_MANIFEST;
+		count_image(&x, rest);
 		manifest(w, r, &x);
 		break;
 	case OCI_BLOB:
+		r->stat_kind = STATS_BLOB;
 		blob(w, r, &x);
 		break;
 	case OCI_TAGS:

@@ -14,6 +14,7 @@
 #include "fcgi/send.h"
 #include "storage/blob.h"
 #include "storage/flight.h"
+#include "storage/stats.h"
 
 static void prefetch(struct worker *w);
 
@@ -68,6 +69,8 @@ void pypi_simple(struct worker *w, struct req *r, const struct route *rt)
 			  "or text/html");
 		return;
 	}
+	if (*project)
+		stats_top_add(STATS_TOP_PROJECTS, project);
 again:
 	w->hint.index = -1;
 	rc = pages_get(w, rt->index, project, &p, &r->cache, err,
@@ -247,6 +250,9 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 	stored = file_want(w, from, &f, rt->sha256, rt->metadata, &want, &fo,
 			   key, url, sha);
 	o.content_type = want.content_type;
+	/* a file's size as its page said, unless the page said none */
+	o.have_size = !rt->metadata && f.size > 0;
+	o.size = f.size;
 	if (stored) {
 		r->cache = "HIT";
 		if (send_blob(w, r, sha, &o))

@@ -30,6 +30,7 @@ struct req {
 	int status;           /* sent status, for the log */
 	long long bytes;      /* body bytes sent */
 	const char *cache;    /* HIT, MISS, STALE, REVALIDATED or NULL */
+	int stat_kind;        /* enum stats_kind: what the metrics count it as */
 	int started;          /* headers sent */
 	int ended;            /* complete before the handler returned */
 	int aborted;          /* connection broken on purpose */
@@ -121,7 +122,13 @@ void req_abort(struct req *r);
 int req_url(const struct req *r, int trust_forwarded, const char *path,
 	    struct buf *out);
 
-/* Logs the access line: method, path, status, bytes, cache, ms. */
+/* Logs the access line after the log's time and "larder[pid]:" (log.h):
+ *   GET /root/pypi/simple/numpy/ 200 HIT 48213B 2ms
+ * method, path (a space, '%', '"' or non-ASCII byte as %XX; "?..." when
+ * there was a query), status, cache outcome ("-": none), body bytes (for
+ * a blob handed to the web server, those it was handed: the blob or the
+ * range), milliseconds, and "aborted" or "client-gone" when it did not
+ * complete. */
 void req_log(const struct req *r);
 
 #endif

@@ -131,6 +131,28 @@ static int smaller(const struct conf *c, const char *sha256, long long limit)
 	       stat(path, &st) == 0 && st.st_size < limit;
 }
 
+/* Counts as sent what the web server is handed to send for r: the blob
+ * (of o->size bytes, or as its file says), or the range asked for. */
+static void handed_over(const struct conf *c, struct req *r,
+			const char *sha256, const struct send_opts *o)
+{
+	char path[PATH_MAX];
+	long long size = o->size, from, to;
+	struct stat st;
+
+	if (r->head)
+		return;
+	if (!o->have_size) {
+		if (blob_path(c->data_dir, sha256, path, sizeof(path)) ||
+		    stat(path, &st) < 0)
+			return;
+		size = st.st_size;
+	}
+	r->bytes = size;
+	if (parse_range(req_env(r, "HTTP_RANGE"), size, &from, &to) > 0)
+		r->bytes = to - from + 1;
+}
+
 int send_blob(struct worker *w, struct req *r, const char *sha256,
 	      const struct send_opts *o)
 {
@@ -174,10 +196,16 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	case CONF_SENDFILE_ACCEL:
 		req_header(r, "X-Accel-Redirect", "%s%s", c->sendfile_prefix,
 			   rel);
-		return req_start(r, 200) ? EPIPE : 0;
+		if (req_start(r, 200))
+			return EPIPE;
+		handed_over(c, r, sha256, o);
+		return 0;
 	case CONF_SENDFILE_XSENDFILE:
 		req_header(r, "X-Sendfile", "%s/%s", c->data_dir, rel);
-		return req_start(r, 200) ? EPIPE : 0;
+		if (req_start(r, 200))
+			return EPIPE;
+		handed_over(c, r, sha256, o);
+		return 0;
 	case CONF_SENDFILE_STREAM:
 	default:
 		return stream(w, r, sha256, o);

@@ -25,6 +25,10 @@ struct send_opts {
 	int whole;                  /* never a 304: a cache in front that
 	                               revalidates would keep its own copy's
 	                               headers (a stale page goes out whole) */
+	long long size;             /* the blob's size when the caller knows
+	                               it (have_size), for the log and the
+	                               metrics of a blob the web server sends */
+	int have_size;
 	long long inline_under;     /* a HEAD, or a body of fewer bytes than
 	                               this, is sent by larder itself: nginx
 	                               closes its FastCGI connection after

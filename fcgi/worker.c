@@ -8,6 +8,7 @@
 #include "storage/flight.h"
 #include "storage/gc.h"
 #include "storage/lru.h"
+#include "storage/stats.h"
 
 /* How often some worker looks for what dead owners left behind. */
 #define SWEEP_INTERVAL 600
@@ -21,6 +22,8 @@ int worker_open(struct worker *w, const struct conf *c, int cgi)
 	w->cgi = cgi;
 	w->hint.index = -1;
 	err = blob_init(c->data_dir);
+	if (!err) /* off when it fails: that is logged, and not fatal */
+		stats_open(c->data_dir);
 	if (!err)
 		err = db_open(c->data_dir, &w->db);
 	/* without the use table, eviction goes by the inventory's times */
@@ -35,6 +38,7 @@ void worker_close(struct worker *w)
 {
 	db_close(w->db);
 	w->db = NULL;
+	stats_close();
 }
 
 void worker_fetch_opts(const struct conf *c, int idx, struct fetch_opts *o)

@@ -15,6 +15,7 @@
 #include "common/sha256.h"
 #include "common/url.h"
 #include "storage/fetch.h"
+#include "storage/stats.h"
 
 #define MAX_REDIRECTS 5
 #define MAX_RETRY_AFTER 10 /* seconds; longer and we give up instead */
@@ -275,6 +276,44 @@ static int curl_errno(CURLcode rc, const struct head *h, const char *errbuf,
 	}
 }
 
+/* Counts the body bytes an attempt received (as they came, compressed or
+ * not). */
+static void count_received(CURL *c)
+{
+	curl_off_t n = 0;
+
+	if (curl_easy_getinfo(c, CURLINFO_SIZE_DOWNLOAD_T, &n) == CURLE_OK &&
+	    n > 0)
+		stats_add(STATS_FETCHED_BYTES, (uint64_t)n);
+}
+
+/* Counts a fetch that ended in err (0: an answer) with the final status
+ * by what went wrong, when something did. */
+static void count_failure(int err, long status)
+{
+	enum stats_counter c;
+
+	if (!err && status < 400)
+		return;
+	if (err == ENOMEM)
+		return; /* ours, not the upstream's */
+	if (err == ECONNREFUSED || err == EHOSTUNREACH)
+		c = STATS_UP_CONNECT;
+	else if (err == ETIMEDOUT)
+		c = STATS_UP_TIMEOUT;
+	else if (err == E2BIG)
+		c = STATS_UP_TOO_BIG;
+	else if (err == EPERM)
+		c = STATS_UP_REDIRECT;
+	else if (err == EREMOTEIO || status >= 500 || status == 429)
+		c = STATS_UP_HTTP_5XX;
+	else if (status >= 400)
+		c = STATS_UP_HTTP_4XX;
+	else
+		c = STATS_UP_PROTOCOL;
+	stats_add(c, 1);
+}
+
 static int transient_curl(CURLcode rc)
 {
 	switch (rc) {
@@ -411,6 +450,7 @@ static int page_request(const struct fetch_opts *o, const char *url,
 			curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
 		}
 		rc = curl_easy_perform(c);
+		count_received(c);
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
 		r->retry_after = h.retry_after;
 		if (rc == CURLE_WRITE_ERROR && r->body.len + CURL_MAX_WRITE_SIZE >
@@ -443,6 +483,7 @@ static int page_request(const struct fetch_opts *o, const char *url,
 	if (c)
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(hdrs);
+	count_failure(ret, r->status);
 	return ret;
 }
 
@@ -462,8 +503,10 @@ int fetch_page_head(const struct fetch_opts *o, const char *url,
 	return page_request(o, url, accept, NULL, NULL, 1, r, err, errlen);
 }
 
-int fetch_head(const struct fetch_opts *o, const char *url, long long *size,
-	       char *err, size_t errlen)
+/* fetch_head(), with the final status in *status. */
+static int head_request(const struct fetch_opts *o, const char *url,
+			long long *size, long *status, char *err,
+			size_t errlen)
 {
 	struct curl_slist *hdrs;
 	char errbuf[CURL_ERROR_SIZE];
@@ -471,7 +514,6 @@ int fetch_head(const struct fetch_opts *o, const char *url, long long *size,
 	curl_off_t cl;
 	struct head h;
 	int attempt = 0, hops = 0;
-	long status;
 	CURLcode rc;
 	CURL *c;
 
@@ -491,8 +533,8 @@ int fetch_head(const struct fetch_opts *o, const char *url, long long *size,
 		rc = curl_easy_perform(c);
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
 		curl_slist_free_all(hdrs);
-		status = 0;
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		*status = 0;
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
 		if (rc != CURLE_OK) {
 			int ret = curl_errno(rc, &h, errbuf, url, err, errlen);
 
@@ -501,7 +543,7 @@ int fetch_head(const struct fetch_opts *o, const char *url, long long *size,
 				continue;
 			return ret;
 		}
-		if (is_redirect(status)) {
+		if (is_redirect(*status)) {
 			int ret = follow_redirect(c, o, cur, sizeof(cur), &hops,
 						  err, errlen);
 
@@ -509,19 +551,29 @@ int fetch_head(const struct fetch_opts *o, const char *url, long long *size,
 				return ret;
 			continue;
 		}
-		if (transient_status(status) && attempt < o->retries &&
+		if (transient_status(*status) && attempt < o->retries &&
 		    backoff(attempt++, h.retry_after) == 0)
 			continue;
-		if (status != 200) {
+		if (*status != 200) {
 			snprintf(err, errlen, "%s: upstream answered %ld", url,
-				 status);
-			return status_errno(status);
+				 *status);
+			return status_errno(*status);
 		}
 		if (curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
 				      &cl) == CURLE_OK && cl >= 0)
 			*size = cl;
 		return 0;
 	}
+}
+
+int fetch_head(const struct fetch_opts *o, const char *url, long long *size,
+	       char *err, size_t errlen)
+{
+	long status = 0;
+	int rc = head_request(o, url, size, &status, err, errlen);
+
+	count_failure(rc, status);
+	return rc;
 }
 
 struct file_ctx {
@@ -611,7 +663,7 @@ int fetch_file(const struct fetch_opts *o, const char *url, long long size,
 	struct file_ctx f;
 	struct head h;
 	int attempt = 0, hops = 0, ret;
-	long status;
+	long status = 0;
 	CURLcode rc;
 
 	memset(&f, 0, sizeof(f));
@@ -645,6 +697,7 @@ int fetch_file(const struct fetch_opts *o, const char *url, long long size,
 		hdrs = add_auth(NULL, o, cur);
 		curl_easy_setopt(f.c, CURLOPT_HTTPHEADER, hdrs);
 		rc = curl_easy_perform(f.c);
+		count_received(f.c);
 		curl_easy_setopt(f.c, CURLOPT_HTTPHEADER, NULL);
 		curl_slist_free_all(hdrs);
 		status = 0;
@@ -707,5 +760,7 @@ int fetch_file(const struct fetch_opts *o, const char *url, long long size,
 		return 0;
 	}
 	sha256_abort(&f.hash);
+	if (!f.write_err) /* a full disk is ours, not the upstream's */
+		count_failure(ret, status);
 	return ret;
 }
