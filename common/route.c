@@ -364,6 +364,13 @@ void route_parse(const struct conf *c, const char *method, const char *path,
 		found(r, ROUTE_HEALTH);
 		goto method;
 	}
+	if (strcmp(path, "/metrics") == 0 || strcmp(path, "/+stats") == 0 ||
+	    strcmp(path, "/+status") == 0) {
+		found(r, path[1] == 'm'                  ? ROUTE_METRICS :
+			 strcmp(path, "/+stats") == 0 ? ROUTE_STATS :
+							ROUTE_STATUS);
+		goto method;
+	}
 	r->index = find_index(c, path + 1, &namelen);
 	if (r->index < 0)
 		return;

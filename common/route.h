@@ -2,6 +2,7 @@
  *
  * URL space (DESIGN.md):
  *   /+health
+ *   /metrics, /+stats, /+status           metrics: Prometheus, JSON, HTML
  *   /{index}/simple/                      project list
  *   /{index}/simple/{project}/            project page
  *   /{index}/files/{sha256}/{filename}    a file
@@ -23,6 +24,9 @@ enum route_kind {
 	ROUTE_ERROR,          /* status and reason say why */
 	ROUTE_REDIRECT,       /* 301 to location (a path, no query) */
 	ROUTE_HEALTH,
+	ROUTE_METRICS,        /* GET /metrics: Prometheus text */
+	ROUTE_STATS,          /* GET /+stats: the same as JSON */
+	ROUTE_STATUS,         /* GET /+status: the status page */
 	ROUTE_SIMPLE_LIST,
 	ROUTE_SIMPLE_PROJECT,
 	ROUTE_FILE,
