@@ -86,6 +86,7 @@ struct conf {
 	long max_requests;      /* per worker before it is recycled; 0 = never */
 	long workers;           /* kept on a listening socket */
 	long max_workers;       /* at most on a listening socket */
+	char *log_file;         /* "": standard error */
 	struct conf_index index[CONF_MAX_INDEXES];
 	size_t nindex;
 	struct conf_registry registry[CONF_MAX_REGISTRIES];

@@ -172,6 +172,11 @@ const struct conf_key conf_keys[] = {
              "request never waits behind a slow transfer; extra workers "
              "idle for 30 seconds go again. Each costs about a megabyte "
              "of memory of its own."},
+    {LARDER(log_file), T_PATH, "",
+     .help = "Where the log goes: a file, opened for appending, that "
+             "SIGUSR1 reopens (for logrotate: move it, then signal the "
+             "supervisor, which tells its workers). Empty: standard "
+             "error, which a web server routes to its error log."},
     {INDEX(type), T_ENUM, NULL, .values = type_values,
      .help = "Required. cache: a pull-through cache of one upstream "
              "simple index. virtual: serves the indexes named in layers, "
@@ -260,7 +265,8 @@ const char conf_default_registries[] =
     "default = yes\n";
 
 static const char *const reserved[] = {"v2",      "+health", "+stats",
-                                       "metrics", "_larder", NULL};
+                                       "+status", "metrics", "_larder",
+                                       NULL};
 
 const char conf_example[] =
     "[larder]\n"

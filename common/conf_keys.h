@@ -56,7 +56,7 @@ struct conf_key {
 	const char *help;
 };
 
-#define CONF_NKEYS 32 /* entries in conf_keys; conf_keys.c checks the count */
+#define CONF_NKEYS 33 /* entries in conf_keys; conf_keys.c checks the count */
 
 /* The one table of keys, in the order of the man page and of conf_dump. */
 extern const struct conf_key conf_keys[CONF_NKEYS];

@@ -1,9 +1,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -17,9 +19,17 @@ __attribute__((format(printf, 4, 0))) static void emit(const char *level, int er
 	int saved = errno;
 	int k;
 
-	k = snprintf(line, sizeof(line), "larder[%ld]: %s%s%s%s",
-		     (long)getpid(), level ? level : "", level ? ": " : "",
-		     key ? key : "", key ? ": " : "");
+	struct timespec now;
+	struct tm tm;
+	char when[32] = "";
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (gmtime_r(&now.tv_sec, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	k = snprintf(line, sizeof(line), "%s.%03ldZ larder[%ld]: %s%s%s%s",
+		     when, now.tv_nsec / 1000000, (long)getpid(),
+		     level ? level : "", level ? ": " : "", key ? key : "",
+		     key ? ": " : "");
 	n = k < 0 ? 0 : (size_t)k;
 	if (n < sizeof(line)) {
 		k = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
@@ -67,6 +77,29 @@ void log_info(const char *fmt, ...)
 	va_start(ap, fmt);
 	emit(NULL, 0, NULL, fmt, ap);
 	va_end(ap);
+}
+
+int log_open(const char *path)
+{
+	int fd, err = 0;
+
+	if (!path || !*path)
+		return 0;
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		err = errno;
+		log_error(err, path, "opening the log file");
+		return err;
+	}
+	/* dup2 over standard error: the lines of anything else writing
+	 * there (libcurl, sanitizers, a child) land in the file too */
+	if (fd != STDERR_FILENO && dup2(fd, STDERR_FILENO) < 0) {
+		err = errno;
+		log_error(err, path, "dup2 of the log file");
+	}
+	if (fd != STDERR_FILENO)
+		close(fd);
+	return err;
 }
 
 void log_reason(char *err, size_t errlen, const char *fmt, ...)

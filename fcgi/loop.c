@@ -22,12 +22,19 @@
 /* How long a new connection may take to send its first request. */
 #define FIRST_REQUEST_MS 10000
 
-static volatile sig_atomic_t stopping;
+static volatile sig_atomic_t stopping, reopen;
 
 static void on_stop(int sig)
 {
 	(void)sig;
 	stopping = 1;
+}
+
+/* SIGUSR1, from the supervisor or logrotate: reopen the log file. */
+static void on_reopen(int sig)
+{
+	(void)sig;
+	reopen = 1;
 }
 
 struct loop {
@@ -205,6 +212,7 @@ int loop_fcgi(const struct conf *c, int listen_fd, long max_requests,
 	sa.sa_handler = on_stop;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_reopen;
 	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
@@ -242,6 +250,10 @@ int loop_fcgi(const struct conf *c, int listen_fd, long max_requests,
 			log_error(errno, "fastcgi", "epoll_wait");
 			break;
 		}
+		if (reopen) {
+			reopen = 0;
+			log_open(c->log_file);
+		}
 		for (int i = 0; i < n; i++) {
 			struct conn *conn;
 
@@ -278,6 +290,7 @@ int loop_cgi(const struct conf *c)
 	sigaddset(&term, SIGTERM);
 	sigprocmask(SIG_BLOCK, &term, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	log_open(c->log_file);
 	err = req_init(&r, NULL);
 	if (worker_open(&w, c, 1)) {
 		req_error(&r, 503, "cannot open the data directory");

@@ -39,7 +39,7 @@ struct pool_board {
 	struct pool_slot slot[POOL_MAX];
 };
 
-static volatile sig_atomic_t got_term, got_hup, got_chld;
+static volatile sig_atomic_t got_term, got_hup, got_chld, got_usr1;
 
 static void on_signal(int sig)
 {
@@ -47,6 +47,8 @@ static void on_signal(int sig)
 		got_hup = 1;
 	else if (sig == SIGCHLD)
 		got_chld = 1;
+	else if (sig == SIGUSR1)
+		got_usr1 = 1;
 	else if (sig == SIGTERM || sig == SIGINT)
 		got_term = 1;
 	/* SIGALRM and SIGUSR2 (a worker took the last idle place) only
@@ -239,6 +241,16 @@ static long size_pool(struct pool_board *b, const struct conf *c,
 	return min;
 }
 
+/* SIGUSR1: reopens the log file (logrotate moved it) here, and has every
+ * worker do the same. */
+static void reopen_logs(struct pool_board *b, const struct conf *c)
+{
+	log_open(c->log_file);
+	for (long i = 0; i < b->span; i++)
+		if (b->slot[i].pid)
+			kill(b->slot[i].pid, SIGUSR1);
+}
+
 /* Re-reads the config into c and starts a new generation. Returns 0, or
  * -1 when the file is bad (the old config stays). */
 static int reload(struct pool_board *b, struct conf *c,
@@ -293,6 +305,7 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 	sigaction(SIGCHLD, &sa, NULL);
 	sigaction(SIGALRM, &sa, NULL);
 	sigaction(SIGUSR2, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&block);
 	sigaddset(&block, SIGTERM);
@@ -300,7 +313,9 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 	sigaddset(&block, SIGHUP);
 	sigaddset(&block, SIGCHLD);
 	sigaddset(&block, SIGUSR2);
+	sigaddset(&block, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &block, &old);
+	log_open(c->log_file);
 
 	fill(b, c, listen_fd, min);
 	while (!got_term) {
@@ -316,9 +331,14 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 		}
 		if (got_term)
 			break;
+		if (got_usr1) {
+			got_usr1 = 0;
+			reopen_logs(b, c);
+		}
 		if (got_hup) {
 			got_hup = 0;
 			if (reload(b, c, conf_path) == 0) {
+				log_open(c->log_file);
 				min = size_pool(b, c, workers);
 				log_info("%ld to %ld workers", min,
 					 b->nslots);

@@ -352,8 +352,29 @@ int req_url(const struct req *r, int trust_forwarded, const char *path,
 	return buf_addf(out_url, "%s://%s%s%s", scheme, host, r->mount, path);
 }
 
+/* Copies path to out (len bytes) with a space, '%', '"' and bytes past
+ * ASCII as %XX, so that the log line splits on spaces. */
+static void log_path(const char *path, char *out, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+
+	for (const unsigned char *p = (const unsigned char *)path;
+	     *p && n + 4 < len; p++) {
+		if (*p == ' ' || *p == '%' || *p == '"' || *p >= 0x7f) {
+			out[n++] = '%';
+			out[n++] = hex[*p >> 4];
+			out[n++] = hex[*p & 15];
+		} else {
+			out[n++] = (char)*p;
+		}
+	}
+	out[n] = '\0';
+}
+
 void req_log(const struct req *r)
 {
+	char path[ROUTE_MAX_PATH * 3 + 1];
 	struct timespec t1;
 	long ms;
 
@@ -363,8 +384,9 @@ void req_log(const struct req *r)
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 	ms = (t1.tv_sec - r->t0.tv_sec) * 1000 +
 	     (t1.tv_nsec - r->t0.tv_nsec) / 1000000;
-	log_info("%s %s%s%s %d %lld %s %ldms%s", r->method, r->path,
-		 *r->query ? "?" : "", *r->query ? "..." : "", r->status,
-		 r->bytes, r->cache ? r->cache : "-", ms,
+	log_path(r->path, path, sizeof(path));
+	log_info("%s %s%s %d %s %lldB %ldms%s", r->method, path,
+		 *r->query ? "?..." : "", r->status, r->cache ? r->cache : "-",
+		 r->bytes, ms,
 		 r->aborted ? " aborted" : r->write_failed ? " client-gone" : "");
 }

@@ -303,6 +303,7 @@ int serve_main(int argc, char **argv)
 		fprintf(stderr, "larder serve: %s\n", err);
 		goto out;
 	}
+	log_open(conf.log_file);
 	if (blob_init(conf.data_dir))
 		goto out;
 	if (check_writable(conf.data_dir, user, err, sizeof(err))) {
