@@ -48,8 +48,8 @@ int chart_bars(struct buf *out, const char *title,
 	for (size_t i = 0; unit == CHART_BYTES && i < n; i++)
 		if (bars[i].value > max)
 			max = bars[i].value;
-	if (max <= 0)
-		max = 1;
+	if (max < 1024) /* an axis of "1 B, 0 B, 0 B" says nothing */
+		max = unit == CHART_PERCENT ? 100 : 1024;
 	slot = n ? plot_w / (double)n : plot_w;
 	err = buf_addf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" "
 		       "class=\"chart\" viewBox=\"0 0 %d %d\" width=\"%d\" "

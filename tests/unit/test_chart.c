@@ -71,10 +71,12 @@ T(bars_bytes_scale_to_the_largest)
 	CHECK_CONTAINS(buf_str(&out), "height=\"146.0\"");
 	CHECK_CONTAINS(buf_str(&out), "height=\"73.0\"");
 	buf_reset(&out);
-	/* all zeros: an axis, flat bars, no division by zero */
+	/* all zeros: an axis to 1 KiB, flat bars, no division by zero */
 	b[0].value = b[1].value = 0;
 	CHECK_INT(chart_bars(&out, "saved", b, 2, CHART_BYTES), 0);
 	CHECK_INT(count(buf_str(&out), "height=\"0.0\""), 2);
+	CHECK_CONTAINS(buf_str(&out), ">1.0 KiB</text>");
+	CHECK_CONTAINS(buf_str(&out), ">512 B</text>");
 	buf_free(&out);
 }
 
