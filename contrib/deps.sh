@@ -13,7 +13,7 @@ run="nginx-light"
 test="python3 python3-venv python3-pytest curl wrk
  lighttpd apache2 libapache2-mod-fcgid libapache2-mod-xsendfile
  skopeo docker-registry openssl
- clang libclang-rt-14-dev
+ clang libclang-rt-14-dev chromium
  debhelper dpkg-dev fakeroot lintian man-db systemd"
 old="libfcgi-dev libjansson-dev"
 

@@ -308,7 +308,7 @@ def request_lines(st):
     """(method, path, status) of larder's request log lines."""
     out = []
     for line in st.larder.log_lines():
-        m = re.match(r"larder\[\d+\]: ([A-Z]+) (\S+) (\d{3}) ", line)
+        m = re.search(r"larder\[\d+\]: ([A-Z]+) (\S+) (\d{3}) ", line)
         if m:
             out.append((m.group(1), m.group(2), int(m.group(3))))
     return out
