@@ -44,6 +44,9 @@ static const struct {
 struct figures {
 	struct stats_snapshot s;
 	long in_flight;         /* -1: unknown */
+	long long store_bytes;  /* the blob inventory; -1: unknown */
+	long store_blobs;
+	long long store_limit;  /* max_size, 0: none */
 };
 
 /* Returns the figures (the caller's to free), or NULL when out of memory
@@ -59,6 +62,9 @@ static struct figures *gather(struct worker *w, struct req *r)
 	stats_read(&f->s);
 	if (db_flight_count(w->db, &f->in_flight))
 		f->in_flight = -1;
+	if (db_blob_totals(w->db, &f->store_bytes, &f->store_blobs))
+		f->store_bytes = f->store_blobs = -1;
+	f->store_limit = w->conf->max_size;
 	return f;
 }
 
@@ -136,6 +142,18 @@ void status_metrics(struct worker *w, struct req *r)
 		       "table).");
 		buf_addf(&b, "larder_fetches_in_flight %ld\n", f->in_flight);
 	}
+	if (f->store_bytes >= 0) {
+		family(&b, "store_bytes", "gauge",
+		       "Bytes of the blobs in the store (its inventory).");
+		buf_addf(&b, "larder_store_bytes %lld\n", f->store_bytes);
+		family(&b, "store_blobs", "gauge", "Blobs in the store.");
+		buf_addf(&b, "larder_store_blobs %ld\n", f->store_blobs);
+	}
+	if (f->store_limit > 0) {
+		family(&b, "store_limit_bytes", "gauge",
+		       "The most the store may hold (max_size).");
+		buf_addf(&b, "larder_store_limit_bytes %lld\n", f->store_limit);
+	}
 	family(&b, "stats_start_time_seconds", "gauge",
 	       "When the counters started (unix time): they count from "
 	       "there, across restarts.");
@@ -187,10 +205,11 @@ void status_json(struct worker *w, struct req *r)
 		buf_addf(&b, "%s\"%s\":%llu", i ? "," : "", up_errors[i].name,
 			 (unsigned long long)s->counter[up_errors[i].c]);
 	buf_addf(&b, "},\"evicted_blobs\":%llu,\"evicted_bytes\":%llu,"
-		 "\"fetches_in_flight\":%ld,\"top_projects\":",
+		 "\"fetches_in_flight\":%ld,\"store\":{\"bytes\":%lld,"
+		 "\"blobs\":%ld,\"limit\":%lld},\"top_projects\":",
 		 (unsigned long long)s->counter[STATS_EVICTED_BLOBS],
 		 (unsigned long long)s->counter[STATS_EVICTED_BYTES],
-		 f->in_flight);
+		 f->in_flight, f->store_bytes, f->store_blobs, f->store_limit);
 	json_top(&b, s->top[STATS_TOP_PROJECTS]);
 	buf_adds(&b, ",\"top_images\":");
 	json_top(&b, s->top[STATS_TOP_IMAGES]);
@@ -452,6 +471,14 @@ void status_page(struct worker *w, struct req *r)
 	buf_adds(&b, "<h2>Last week (days, UTC)</h2>\n");
 	history_chart(&b, s, 1, 0, "Hit ratio");
 	history_chart(&b, s, 1, 1, "Bytes saved");
+	buf_adds(&b, "<h2>Store</h2>\n");
+	if (f->store_bytes >= 0) {
+		chart_gauge(&b, (double)f->store_bytes, (double)f->store_limit);
+		buf_addf(&b, "<p>%ld blobs.</p>\n", f->store_blobs);
+	} else {
+		buf_adds(&b, "<p>The store's inventory cannot be read (see the "
+			 "log).</p>\n");
+	}
 	buf_adds(&b, "<h2>Most requested</h2>\n");
 	top_table(&b, "Projects", s->top[STATS_TOP_PROJECTS],
 		  s->top_total[STATS_TOP_PROJECTS]);

@@ -98,6 +98,9 @@ def agree(m, j):
     assert scalar(m, "larder_evicted_bytes_total") == j["evicted_bytes"]
     assert scalar(m, "larder_fetches_in_flight") == j["fetches_in_flight"]
     assert scalar(m, "larder_stats_start_time_seconds") == j["since"]
+    assert scalar(m, "larder_store_bytes") == j["store"]["bytes"]
+    assert scalar(m, "larder_store_blobs") == j["store"]["blobs"]
+    assert m.get(("larder_store_limit_bytes", ()), 0) == j["store"]["limit"]
     n = sum(1 for k in m if k[0] == "larder_requests_total")
     assert n == 6 * 6, n
 
@@ -144,7 +147,9 @@ def test_requests_bytes_and_errors(stack, dists):
     assert r.status == 200 and r.header("X-Larder-Cache") == "MISS", r
     m3, d = moved(st, m2)
     assert d == {("larder_requests_total", (("kind", "file"), ("outcome", "miss"))): 1,
-                 ("larder_fetched_bytes_total", ()): a10.size}, d
+                 ("larder_fetched_bytes_total", ()): a10.size,
+                 ("larder_store_bytes", ()): a10.size,
+                 ("larder_store_blobs", ()): 1}, d
     r = st.get(file_url(st, a10))
     assert r.status == 200 and r.header("X-Larder-Cache") == "HIT", r
     assert r.body == a10.data
@@ -171,6 +176,9 @@ def test_requests_bytes_and_errors(stack, dists):
     assert req(m5, "metadata", "hit") - req(m4, "metadata", "hit") == 1, d
     assert d[("larder_fetched_bytes_total", ())] == len(a10.metadata), d
     assert d[("larder_served_bytes_total", ())] == len(a10.metadata), d
+    assert d[("larder_store_bytes", ())] == len(a10.metadata), d
+    assert d[("larder_store_blobs", ())] == 1, d
+    assert ("larder_store_limit_bytes", ()) not in m5  # no max_size
 
     # an upstream 404 and an upstream 5xx, counted by kind
     r = page(st, "no-such-project")
@@ -345,6 +353,7 @@ def chromium():
     return None
 
 
+@pytest.mark.stack(larder_extra={"max_size": "1G"})
 def test_status_page(stack, dists):
     st = stack
     # a miss and two hits (each Accept its own key in nginx's page
@@ -360,11 +369,13 @@ def test_status_page(stack, dists):
     assert r.header("Content-Type") == "text/html; charset=utf-8", dict(r.headers)
     html = r.body.decode()
     assert "<script" not in html.lower()
-    assert html.count("<svg") == 4, html.count("<svg")   # day and week, twice
+    assert html.count("<svg") == 5, html.count("<svg")   # day and week twice, store
     assert html.count('<rect class="bar"') >= 4
     assert "larder-demo-a" in html and "Projects" in html and "Images" in html
     assert "Upstreams" in html and "127.0.0.1:%d" % st.standin.port in html
     assert ">ok<" in html
+    assert "of 1.0 GiB (0 %)" in html and 'class="gauge"' in html
+    assert scalar(metrics(st), "larder_store_limit_bytes") == 1 << 30
     browser = chromium()
     if not browser:
         pytest.skip("no chromium (Debian's chromium package) to render the status page")
