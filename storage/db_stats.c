@@ -13,7 +13,7 @@ int db_flight_count(struct db *db, long *n)
 
 	*n = 0;
 	if (sqlite3_prepare_v2(db->conn, "SELECT count(*) FROM flights", -1,
-			       &st, NULL) != SQLITE_OK)
+	                       &st, NULL) != SQLITE_OK)
 		goto out;
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		*n = (long)sqlite3_column_int64(st, 0);
@@ -22,22 +22,23 @@ int db_flight_count(struct db *db, long *n)
 out:
 	if (rc)
 		log_error(0, db->path, "flight count: %s",
-			  sqlite3_errmsg(db->conn));
+		          sqlite3_errmsg(db->conn));
 	sqlite3_finalize(st);
 	return rc;
 }
 
 int db_upstream_each(struct db *db,
-		     int (*fn)(const char *host, long long until,
-			       const char *reason, void *ctx),
-		     void *ctx)
+                     int (*fn)(const char *host, long long until,
+                               const char *reason, void *ctx),
+                     void *ctx)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = EIO, step;
 
-	if (sqlite3_prepare_v2(db->conn, "SELECT host, until, reason FROM "
-			       "upstreams ORDER BY host", -1, &st,
-			       NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db->conn,
+	                       "SELECT host, until, reason FROM "
+	                       "upstreams ORDER BY host",
+	                       -1, &st, NULL) != SQLITE_OK)
 		goto out;
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *host = (const char *)sqlite3_column_text(st, 0);
@@ -52,7 +53,7 @@ int db_upstream_each(struct db *db,
 out:
 	if (rc)
 		log_error(0, db->path, "upstream list: %s",
-			  sqlite3_errmsg(db->conn));
+		          sqlite3_errmsg(db->conn));
 	sqlite3_finalize(st);
 	return rc;
 }

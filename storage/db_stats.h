@@ -15,8 +15,8 @@ int db_flight_count(struct db *db, long *n);
  * port", until when in unix seconds, why), in host order, until fn
  * returns non-zero. Returns 0 or EIO. */
 int db_upstream_each(struct db *db,
-		     int (*fn)(const char *host, long long until,
-			       const char *reason, void *ctx),
-		     void *ctx);
+                     int (*fn)(const char *host, long long until,
+                               const char *reason, void *ctx),
+                     void *ctx);
 
 #endif

@@ -27,9 +27,9 @@ struct top_list {
 struct shm {
 	char magic[8];
 	uint32_t version;
-	uint32_t size;          /* sizeof(struct shm) */
+	uint32_t size; /* sizeof(struct shm) */
 	int64_t created;
-	pthread_mutex_t lock;   /* the history's roll-over and the lists */
+	pthread_mutex_t lock; /* the history's roll-over and the lists */
 	uint64_t requests[STATS_NKINDS][STATS_NOUTCOMES];
 	uint64_t counter[STATS_NCOUNTERS];
 	struct stats_hour hours[STATS_HOURS];
@@ -123,7 +123,7 @@ static int attach(const char *path, struct shm **out)
 		rc = EINVAL;
 	} else {
 		s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED,
-			 fd, 0);
+		         fd, 0);
 		if (s == MAP_FAILED) {
 			rc = errno;
 		} else if (!valid(s)) {
@@ -152,8 +152,9 @@ int stats_open(const char *data_dir)
 		if (tries == 3)
 			break;
 		if (rc == EINVAL)
-			log_warn(0, path, "not a stats file of this larder: "
-				 "starting a new one");
+			log_warn(0, path,
+			         "not a stats file of this larder: "
+			         "starting a new one");
 		rc = create(path, rc == EINVAL);
 		if (!rc)
 			rc = attach(path, &s);
@@ -234,9 +235,9 @@ void stats_add(enum stats_counter c, uint64_t n)
 	if (c != STATS_SERVED_BYTES && c != STATS_FETCHED_BYTES)
 		return;
 	h = hour_slot(map);
-	__atomic_add_fetch(c == STATS_SERVED_BYTES ? &h->served_bytes :
-						     &h->fetched_bytes,
-			   n, __ATOMIC_RELAXED);
+	__atomic_add_fetch(c == STATS_SERVED_BYTES ? &h->served_bytes
+	                                           : &h->fetched_bytes,
+	                   n, __ATOMIC_RELAXED);
 }
 
 void stats_top_add(enum stats_top t, const char *name)
@@ -250,8 +251,8 @@ void stats_top_add(enum stats_top t, const char *name)
 	l->total++;
 	for (int i = 0; i < STATS_TOP_SLOTS; i++) {
 		e = &l->e[i];
-		if (e->name[0] && strncmp(e->name, name, STATS_TOP_NAME - 1) ==
-		    0) {
+		if (e->name[0] &&
+		    strncmp(e->name, name, STATS_TOP_NAME - 1) == 0) {
 			e->count++;
 			goto done;
 		}
@@ -288,23 +289,24 @@ int stats_read(struct stats_snapshot *out)
 	for (int k = 0; k < STATS_NKINDS; k++)
 		for (int o = 0; o < STATS_NOUTCOMES; o++)
 			out->requests[k][o] = __atomic_load_n(
-				&map->requests[k][o], __ATOMIC_RELAXED);
+			    &map->requests[k][o], __ATOMIC_RELAXED);
 	for (int c = 0; c < STATS_NCOUNTERS; c++)
 		out->counter[c] =
-			__atomic_load_n(&map->counter[c], __ATOMIC_RELAXED);
+		    __atomic_load_n(&map->counter[c], __ATOMIC_RELAXED);
 	for (int i = 0; i < STATS_HOURS; i++) {
 		struct stats_hour *want = &out->hours[i];
 		const struct stats_hour *h =
-			&map->hours[want->hour % STATS_HOURS];
+		    &map->hours[want->hour % STATS_HOURS];
 
 		if (__atomic_load_n(&h->hour, __ATOMIC_ACQUIRE) != want->hour)
 			continue;
-		want->requests = __atomic_load_n(&h->requests, __ATOMIC_RELAXED);
+		want->requests =
+		    __atomic_load_n(&h->requests, __ATOMIC_RELAXED);
 		want->hits = __atomic_load_n(&h->hits, __ATOMIC_RELAXED);
 		want->served_bytes =
-			__atomic_load_n(&h->served_bytes, __ATOMIC_RELAXED);
+		    __atomic_load_n(&h->served_bytes, __ATOMIC_RELAXED);
 		want->fetched_bytes =
-			__atomic_load_n(&h->fetched_bytes, __ATOMIC_RELAXED);
+		    __atomic_load_n(&h->fetched_bytes, __ATOMIC_RELAXED);
 	}
 	if (lock(map) == 0) {
 		for (int t = 0; t < STATS_NTOPS; t++) {

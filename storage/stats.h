@@ -33,62 +33,58 @@ enum stats_outcome {
 	STATS_MISS,
 	STATS_STALE,
 	STATS_REVALIDATED,
-	STATS_ERROR,          /* answered 4xx/5xx, or cut off */
-	STATS_NONE,           /* answered without the cache (health, redirect) */
+	STATS_ERROR, /* answered 4xx/5xx, or cut off */
+	STATS_NONE,  /* answered without the cache (health, redirect) */
 	STATS_NOUTCOMES
 };
 
 /* The counters that are one number each. */
 enum stats_counter {
-	STATS_SERVED_BYTES,       /* body bytes of answers from the store */
-	STATS_FETCHED_BYTES,      /* body bytes received from upstreams */
-	STATS_UP_CONNECT,         /* upstream errors: cannot resolve/connect */
-	STATS_UP_TIMEOUT,         /* no answer, or no data, in time */
-	STATS_UP_HTTP_4XX,        /* an error status 400-499 (404 included) */
-	STATS_UP_HTTP_5XX,        /* 5xx (or 429) that outlasted the retries */
-	STATS_UP_TOO_BIG,         /* a page over max_page_size */
-	STATS_UP_REDIRECT,        /* a redirect refused (untrusted, too many) */
-	STATS_UP_PROTOCOL,        /* a broken, short or wrong body */
-	STATS_EVICTED_BLOBS,      /* blobs the collector removed */
-	STATS_EVICTED_BYTES,      /* and their bytes */
+	STATS_SERVED_BYTES,  /* body bytes of answers from the store */
+	STATS_FETCHED_BYTES, /* body bytes received from upstreams */
+	STATS_UP_CONNECT,    /* upstream errors: cannot resolve/connect */
+	STATS_UP_TIMEOUT,    /* no answer, or no data, in time */
+	STATS_UP_HTTP_4XX,   /* an error status 400-499 (404 included) */
+	STATS_UP_HTTP_5XX,   /* 5xx (or 429) that outlasted the retries */
+	STATS_UP_TOO_BIG,    /* a page over max_page_size */
+	STATS_UP_REDIRECT,   /* a redirect refused (untrusted, too many) */
+	STATS_UP_PROTOCOL,   /* a broken, short or wrong body */
+	STATS_EVICTED_BLOBS, /* blobs the collector removed */
+	STATS_EVICTED_BYTES, /* and their bytes */
 	STATS_NCOUNTERS
 };
 
 /* The two most-requested lists. */
-enum stats_top {
-	STATS_TOP_PROJECTS,
-	STATS_TOP_IMAGES,
-	STATS_NTOPS
-};
+enum stats_top { STATS_TOP_PROJECTS, STATS_TOP_IMAGES, STATS_NTOPS };
 
 /* Hours of history kept: 8 days, so that the last 7 whole days and the
  * one under way are all there. */
 #define STATS_HOURS (8 * 24)
 /* Names tracked per most-requested list, and the longest name kept. */
 #define STATS_TOP_SLOTS 64
-#define STATS_TOP_NAME 96
+#define STATS_TOP_NAME  96
 
 struct stats_hour {
-	int64_t hour;          /* unix time / 3600; 0: no data */
+	int64_t hour; /* unix time / 3600; 0: no data */
 	uint64_t requests, hits, served_bytes, fetched_bytes;
 };
 
 struct stats_top_entry {
 	char name[STATS_TOP_NAME];
-	uint64_t count;        /* at most count - error true requests... */
-	uint64_t error;        /* ...and at least count - error */
+	uint64_t count; /* at most count - error true requests... */
+	uint64_t error; /* ...and at least count - error */
 };
 
 /* A copy of everything, for a reader. */
 struct stats_snapshot {
-	int64_t created;       /* unix time the file was made */
+	int64_t created; /* unix time the file was made */
 	uint64_t requests[STATS_NKINDS][STATS_NOUTCOMES];
 	uint64_t counter[STATS_NCOUNTERS];
-	struct stats_hour hours[STATS_HOURS];   /* oldest first; a missing
-	                                           hour has hour set, zeros */
+	struct stats_hour hours[STATS_HOURS]; /* oldest first; a missing
+	                                         hour has hour set, zeros */
 	struct stats_top_entry top[STATS_NTOPS][STATS_TOP_SLOTS]; /* by count,
 	                                           descending; "" unused */
-	uint64_t top_total[STATS_NTOPS];        /* names counted, all told */
+	uint64_t top_total[STATS_NTOPS]; /* names counted, all told */
 };
 
 /* Maps data_dir/stats.shm, making it (or replacing a torn or foreign one)

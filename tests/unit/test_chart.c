@@ -33,10 +33,10 @@ T(bytes_for_people)
 T(bars_percent)
 {
 	struct chart_bar b[4] = {
-		{100, "00", "all hits"},
-		{50, "", NULL},
-		{-1, "02", "no requests"}, /* no data: no bar */
-		{250, NULL, NULL},         /* clipped to the top */
+	    {100, "00", "all hits"},
+	    {50, "", NULL},
+	    {-1, "02", "no requests"}, /* no data: no bar */
+	    {250, NULL, NULL},         /* clipped to the top */
 	};
 	struct buf out;
 
@@ -45,9 +45,10 @@ T(bars_percent)
 	CHECK_CONTAINS(buf_str(&out), "<svg ");
 	CHECK_CONTAINS(buf_str(&out), "aria-label=\"hit &lt;ratio&gt;\"");
 	CHECK_INT(count(buf_str(&out), "<rect class=\"bar\""), 3);
-	/* the plot is 146 high and 520 wide: a full bar is all of it, half is half */
+	/* the plot is 146 high and 520 wide: a full bar is all of it, half is
+	 * half */
 	CHECK_CONTAINS(buf_str(&out), "y=\"10.0\" width=\"104.0\" "
-				      "height=\"146.0\"><title>all hits");
+	                              "height=\"146.0\"><title>all hits");
 	CHECK_CONTAINS(buf_str(&out), "height=\"73.0\">");
 	CHECK_INT(count(buf_str(&out), "height=\"146.0\""), 2);
 	CHECK_CONTAINS(buf_str(&out), ">100 %</text>");
@@ -98,7 +99,7 @@ T(gauge)
 
 	buf_init(&out, 1 << 16);
 	CHECK_INT(chart_gauge(&out, 512.0 * 1024 * 1024, 1024.0 * 1024 * 1024),
-		  0);
+	          0);
 	CHECK_CONTAINS(buf_str(&out), "512.0 MiB of 1.0 GiB (50 %)");
 	CHECK_CONTAINS(buf_str(&out), "width=\"300.0\"");
 	buf_reset(&out);

@@ -48,7 +48,7 @@ T(two_processes_lose_nothing)
 				stats_add(STATS_SERVED_BYTES, 3);
 				if (i % 10 == 0)
 					stats_top_add(STATS_TOP_PROJECTS,
-						      p ? "numpy" : "requests");
+					              p ? "numpy" : "requests");
 			}
 			_exit(0);
 		}
@@ -188,7 +188,8 @@ T(top_keeps_the_heavy_hitters)
 	CHECK_STR(snap.top[STATS_TOP_PROJECTS][0].name, "pip");
 	CHECK_STR(snap.top[STATS_TOP_PROJECTS][1].name, "uv");
 	CHECK(snap.top[STATS_TOP_PROJECTS][0].count -
-		      snap.top[STATS_TOP_PROJECTS][0].error <= 500);
+	          snap.top[STATS_TOP_PROJECTS][0].error <=
+	      500);
 	CHECK(snap.top[STATS_TOP_PROJECTS][0].count >= 500);
 	CHECK_INT(snap.top_total[STATS_TOP_PROJECTS], 1800);
 	CHECK_STR(snap.top[STATS_TOP_IMAGES][0].name, "hub/library/python");
