@@ -282,6 +282,8 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 	long min;
 	int fl;
 
+	if (log_open(c->log_file)) /* said why, where the log went so far */
+		return 1;
 	b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE,
 		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (b == MAP_FAILED) {
@@ -315,7 +317,6 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 	sigaddset(&block, SIGUSR2);
 	sigaddset(&block, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &block, &old);
-	log_open(c->log_file);
 
 	fill(b, c, listen_fd, min);
 	while (!got_term) {

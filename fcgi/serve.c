@@ -303,8 +303,9 @@ int serve_main(int argc, char **argv)
 		fprintf(stderr, "larder serve: %s\n", err);
 		goto out;
 	}
-	log_open(conf.log_file);
-	if (blob_init(conf.data_dir))
+	/* a log file that cannot be written is refused now, not found out
+	 * from a silent log (log_open said why, on standard error) */
+	if (log_open(conf.log_file) || blob_init(conf.data_dir))
 		goto out;
 	if (check_writable(conf.data_dir, user, err, sizeof(err))) {
 		fprintf(stderr, "larder serve: %s\n", err);

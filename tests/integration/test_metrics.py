@@ -442,3 +442,19 @@ def test_log_file_reopened_on_sigusr1(tmp_path, wheel_dir):
         assert pids, new
     finally:
         st.stop()
+
+
+def test_log_file_that_cannot_be_opened_is_refused(tmp_path):
+    why = stackmod.missing_reason()
+    if why:
+        pytest.skip(why)
+    bad = str(tmp_path / "no-such-dir" / "larder.log")
+    lr = stackmod.Larder(str(tmp_path / "larder"), stackmod.free_port(),
+                         extra={"log_file": bad})
+    p = subprocess.run([lr.binary, "serve", "-c", lr.conf, "--listen", lr.listen],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30,
+                       env=stackmod.clean_env())
+    assert p.returncode == 1, p
+    out = p.stdout.decode(errors="replace")
+    assert "%s: opening the log file: No such file or directory" % bad in out, out
+    assert not os.path.exists(bad)
