@@ -18,6 +18,7 @@
 #include "storage/blob.h"
 #include "storage/gc.h"
 #include "storage/lru.h"
+#include "storage/stats.h"
 
 #define BATCH 256 /* candidates read at a time */
 
@@ -139,6 +140,11 @@ static int evict(struct db *db, const char *data_dir, const struct gc_opts *o,
 			              sizeof(path)) == 0 &&
 			    unlink(path) < 0 && errno != ENOENT)
 				log_warn(errno, path, "evicting");
+			if (!o->dry_run) {
+				stats_add(STATS_EVICTED_BLOBS, 1);
+				stats_add(STATS_EVICTED_BYTES,
+				          (uint64_t)rows[i].size);
+			}
 			r->evicted++;
 			r->evicted_bytes += rows[i].size;
 			if (o->list)
@@ -312,7 +318,8 @@ int gc_reconcile(struct db *db, const char *data_dir, int dry_run, long *added,
 		err = w.err;
 	if (err)
 		goto out;
-	qsort(w.rows, w.n, sizeof(*w.rows), by_sha);
+	if (w.n) /* (qsort wants an array, even of none) */
+		qsort(w.rows, w.n, sizeof(*w.rows), by_sha);
 	snprintf(top, sizeof(top), "%s/blobs/sha256", data_dir);
 	err = dry_run ? 0 : db_begin(db);
 	if (!err)
