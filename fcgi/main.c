@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/conf.h"
 #include "fcgi/loop.h"
@@ -27,6 +30,7 @@
 #include "storage/blob.h"
 #include "storage/fsck.h"
 #include "storage/gc.h"
+#include "storage/stats.h"
 
 static void usage(FILE *f)
 {
@@ -116,6 +120,26 @@ static int config_cmd(int argc, char **argv)
 	return rc ? 1 : 0;
 }
 
+/* A command run by root on a store that belongs to another user (the
+ * service's) becomes that user first: the files it makes (the database's
+ * journal, the shared tables) must stay the service's to open. Returns 0,
+ * or 2 after saying why it could not. */
+static int become_owner(const char *cmd, const char *data_dir)
+{
+	struct stat st;
+
+	if (geteuid() != 0 || stat(data_dir, &st) < 0 || st.st_uid == 0)
+		return 0;
+	if (setgroups(0, NULL) < 0 || setgid(st.st_gid) < 0 ||
+	    setuid(st.st_uid) < 0) {
+		fprintf(stderr, "larder %s: cannot become the owner of %s "
+			"(uid %ld): %s\n", cmd, data_dir, (long)st.st_uid,
+			strerror(errno));
+		return 2;
+	}
+	return 0;
+}
+
 /* larder fsck [-c FILE] [--repair]: exit 0 when the store was clean, 1
  * when something was found (repaired or not), 2 on usage or I/O error. */
 static int fsck_cmd(int argc, char **argv)
@@ -138,6 +162,10 @@ static int fsck_cmd(int argc, char **argv)
 	}
 	if (load(&c, path))
 		return 2;
+	if (become_owner("fsck", c.data_dir)) {
+		conf_free(&c);
+		return 2;
+	}
 	/* it inspects a store: it must not make one where there is none */
 	rc = db_open_existing(c.data_dir, &db);
 	if (rc == ENOENT) {
@@ -189,11 +217,18 @@ static int gc_cmd(int argc, char **argv)
 		conf_free(&c);
 		return 2;
 	}
+	if (become_owner("gc", c.data_dir)) {
+		conf_free(&c);
+		return 2;
+	}
 	rc = db_open_existing(c.data_dir, &db);
 	if (rc == ENOENT)
 		fprintf(stderr, "larder gc: no larder store in %s (config: "
 			"%s); give the config with -c FILE\n", c.data_dir,
 			c.source ? c.source : "built-in defaults");
+	/* what it evicts is counted with the workers' evictions */
+	if (!rc && !dry_run)
+		stats_open(c.data_dir);
 	if (!rc)
 		rc = gc_command(db, &c, dry_run, stdout);
 	db_close(db);
