@@ -120,7 +120,12 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 	if (dberr) {
 		db_rollback(db);
 		flight_done(db, f);
-	}	if (!rc)
+		/* the blob is in the store: the collector must know it, or
+		 * only a reconciling `larder gc' would ever find it */
+		if (!rc)
+			dberr = db_blob_add(db, sha256, size);
+	}
+	if (!rc && !dberr)
 		lru_added(size);
 	if (rc)
 		unlink(f->tmp);
