@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -17,7 +18,9 @@
 
 #define MAGIC "LRDSTAT\n"
 /* Bump with any change of struct shm below. */
-#define LAYOUT 1
+#define LAYOUT 2
+/* How long an update waits for the lock before it is skipped. */
+#define LOCK_WAIT_NS (50 * 1000000L)
 
 struct top_list {
 	uint64_t total;
@@ -29,6 +32,7 @@ struct shm {
 	uint32_t version;
 	uint32_t size; /* sizeof(struct shm) */
 	int64_t created;
+	char boot[40];        /* the boot the lock was made in */
 	pthread_mutex_t lock; /* the history's roll-over and the lists */
 	uint64_t requests[STATS_NKINDS][STATS_NOUTCOMES];
 	uint64_t counter[STATS_NCOUNTERS];
@@ -55,12 +59,59 @@ static int valid(const struct shm *s)
 	       s->size == sizeof(struct shm);
 }
 
+/* This boot's id (/proc/sys/kernel/random/boot_id), "" when unknown. */
+static void boot_id(char out[40])
+{
+	ssize_t n = -1;
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		n = read(fd, out, 39);
+		close(fd);
+	}
+	if (n < 0)
+		n = 0;
+	out[n] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+}
+
+/* (Re)makes the lock: process-shared and robust, so that a process that
+ * dies holding it hands it on. Returns 0 or an errno. */
+static int lock_init(struct shm *s)
+{
+	pthread_mutexattr_t ma;
+	int rc;
+
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+	rc = pthread_mutex_init(&s->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	boot_id(s->boot);
+	return rc;
+}
+
+/* A robust lock is handed on only by a kernel that saw its holder die: one
+ * held when the machine went down (the file outlives boots) would be held
+ * forever. The first process of a boot makes it again, under an flock of
+ * the file so that no other does at the same time. */
+static void lock_renew(struct shm *s, int fd)
+{
+	char now[40];
+
+	boot_id(now);
+	if (strcmp(now, s->boot) == 0 || flock(fd, LOCK_EX) < 0)
+		return;
+	if (strcmp(now, s->boot) != 0 && lock_init(s) == 0)
+		log_info("stats: a new boot, the counters' lock made again");
+	flock(fd, LOCK_UN);
+}
+
 /* Makes a fresh file at path: a temp file next to it, initialised, then
  * renamed over a torn one (replace), or linked where there is none, so
  * that of processes starting together all map the one that won. */
 static int create(const char *path, int replace)
 {
-	pthread_mutexattr_t ma;
 	char tmp[PATH_MAX];
 	struct shm *s;
 	int fd, rc = 0;
@@ -82,11 +133,7 @@ static int create(const char *path, int replace)
 		rc = errno;
 		goto out;
 	}
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
-	rc = pthread_mutex_init(&s->lock, &ma);
-	pthread_mutexattr_destroy(&ma);
+	rc = lock_init(s);
 	s->version = LAYOUT;
 	s->size = sizeof(struct shm);
 	s->created = (int64_t)time(NULL);
@@ -130,6 +177,7 @@ static int attach(const char *path, struct shm **out)
 			munmap(s, sizeof(*s));
 			rc = EINVAL;
 		} else {
+			lock_renew(s, fd);
 			*out = s;
 		}
 	}
@@ -176,7 +224,18 @@ void stats_close(void)
 
 static int lock(struct shm *s)
 {
-	int rc = pthread_mutex_lock(&s->lock);
+	struct timespec until;
+	int rc;
+
+	/* an update is skipped rather than wait long: the lists are an
+	 * approximation anyway, and a request must never hang on them */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += LOCK_WAIT_NS;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	rc = pthread_mutex_timedlock(&s->lock, &until);
 
 	if (rc == EOWNERDEAD) {
 		/* the holder died mid-update: the worst left is one list
