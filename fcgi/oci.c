@@ -406,12 +406,20 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 		fail(r, 400, "UNSUPPORTED", "only sha256 digests are cached");
 		return;
 	}
-	if (blob_exists(w->conf->data_dir, hex)) {
+	if (send_stored(w, hex)) {
+		mark = req_header_mark(r);
 		r->cache = "HIT";
 		req_header(r, "Docker-Content-Digest", "%s", x->rt.ref);
-		if (send_blob(w, r, hex, &so))
-			fail(r, 500, "UNKNOWN", "cannot read the stored blob");
-		return;
+		rc = send_blob(w, r, hex, &so);
+		if (rc != ENOENT) {
+			if (rc)
+				fail(r, 500, "UNKNOWN",
+				     "cannot read the stored blob");
+			return;
+		}
+		/* evicted between the look and the open: a miss after all */
+		req_header_rewind(r, mark);
+		r->cache = NULL;
 	}
 	snprintf(what, sizeof(what), "blobs/%s", x->rt.ref);
 	if (oci_up_url(&x->up, what, url, sizeof(url))) {

@@ -201,7 +201,7 @@ static int file_want(struct worker *w, int from, const struct db_file *f,
 	    !blob_exists(w->conf->data_dir, sha) &&
 	    blob_put(w->conf->data_dir, "", 0, sha) == 0)
 		db_blob_add(w->db, sha, 0);
-	return *sha && blob_exists(w->conf->data_dir, sha);
+	return *sha && send_stored(w, sha);
 }
 
 /* Fetches the metadata the last page refresh hinted at (w->hint), with no
@@ -236,6 +236,7 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 	struct fetch_opts fo;
 	struct db_file f;
 	char key[FLIGHT_KEY_MAX + 1], url[2100], sha[65], err[1024] = "";
+	size_t mark;
 	int rc, from, stored;
 
 	from = find_file(w, rt->index, rt->sha256, rt->filename, &f);
@@ -254,10 +255,17 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 	o.have_size = !rt->metadata && f.size > 0;
 	o.size = f.size;
 	if (stored) {
+		mark = req_header_mark(r);
 		r->cache = "HIT";
-		if (send_blob(w, r, sha, &o))
-			req_error(r, 500, "cannot read the stored file");
-		return;
+		rc = send_blob(w, r, sha, &o);
+		if (rc != ENOENT) {
+			if (rc)
+				req_error(r, 500, "cannot read the stored file");
+			return;
+		}
+		/* evicted between the look and the open: a miss after all */
+		req_header_rewind(r, mark);
+		r->cache = NULL;
 	}
 	if (r->head) {
 		head_uncached(r, &want);

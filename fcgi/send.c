@@ -153,6 +153,12 @@ static void handed_over(const struct conf *c, struct req *r,
 		r->bytes = to - from + 1;
 }
 
+int send_stored(struct worker *w, const char *sha256)
+{
+	lru_touch(sha256);
+	return blob_exists(w->conf->data_dir, sha256);
+}
+
 int send_blob(struct worker *w, struct req *r, const char *sha256,
 	      const struct send_opts *o)
 {

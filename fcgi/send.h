@@ -37,6 +37,12 @@ struct send_opts {
 	                               (0: the sendfile mode decides) */
 };
 
+/* Returns 1 when blob sha256 is in the store, else 0; marks it used first,
+ * so that the collector (storage/gc.h), which looks at the use before it
+ * evicts, spares a blob a request was just told exists. Call it rather
+ * than blob_exists() before send_blob(). */
+int send_stored(struct worker *w, const char *sha256);
+
 /* Sends blob sha256 as the response to r. Returns 0 when a response was
  * sent, or an errno (ENOENT when the blob is missing) with nothing sent. */
 int send_blob(struct worker *w, struct req *r, const char *sha256,

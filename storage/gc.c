@@ -135,6 +135,15 @@ static int evict(struct db *db, const char *data_dir, const struct gc_opts *o,
 			}
 			if (err)
 				return err;
+			/* handed out while its row went: it stays after all */
+			if (!o->dry_run && lru_get(rows[i].sha256) > cutoff) {
+				err = db_blob_add(db, rows[i].sha256,
+				                  rows[i].size);
+				if (err)
+					return err;
+				r->kept++;
+				continue;
+			}
 			if (!o->dry_run &&
 			    blob_path(data_dir, rows[i].sha256, path,
 			              sizeof(path)) == 0 &&
@@ -164,11 +173,22 @@ static int evict(struct db *db, const char *data_dir, const struct gc_opts *o,
 int gc_run(struct db *db, const char *data_dir, const struct gc_opts *o,
            struct gc_report *r)
 {
+	static int warned, reconciled;
 	long long now = (long long)time(NULL), need_bytes = 0, need_free = 0;
 	long long avail = 0;
+	long added, dropped;
 	int fd = -1, err;
 
 	memset(r, 0, sizeof(*r));
+	/* without the use table every blob looks as old as its commit: a
+	 * hot one would go first, and one just handed out too */
+	if (!o->dry_run && !lru_ready()) {
+		if (!warned)
+			log_error(0, data_dir, "lru.shm is not mapped: "
+			          "nothing is evicted");
+		warned = 1;
+		return ENXIO;
+	}
 	/* a dry run changes nothing, the lock file included */
 	err = o->dry_run ? 0 : lock(data_dir, o->wait, &fd);
 	if (err)
@@ -177,6 +197,18 @@ int gc_run(struct db *db, const char *data_dir, const struct gc_opts *o,
 		err = fold(db, now);
 	if (!err)
 		err = db_blob_totals(db, &r->bytes_before, &r->count_before);
+	/* an empty inventory may be a store from before it: once per
+	 * process, it is brought in line with blobs/ */
+	if (!err && !o->dry_run && r->count_before == 0 && !reconciled) {
+		reconciled = 1;
+		err = gc_reconcile(db, data_dir, 0, &added, &dropped);
+		if (!err && added)
+			log_info("gc: %ld blobs from before the inventory "
+			         "added to it", added);
+		if (!err)
+			err = db_blob_totals(db, &r->bytes_before,
+			                     &r->count_before);
+	}
 	if (err)
 		goto out;
 	if (fs_space(data_dir, &r->fs_size, &avail) == 0)

@@ -134,6 +134,11 @@ int lru_open(const char *data_dir)
 	return 0;
 }
 
+int lru_ready(void)
+{
+	return head != NULL;
+}
+
 void lru_close(void)
 {
 	if (head)

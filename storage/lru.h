@@ -38,6 +38,9 @@
  * Returns 0 or an errno (logged). */
 int lru_open(const char *data_dir);
 
+/* Returns 1 when this process has the table mapped, else 0. */
+int lru_ready(void);
+
 /* Unmaps the table (a forked child may keep the parent's). */
 void lru_close(void);
 
