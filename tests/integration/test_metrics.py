@@ -451,7 +451,8 @@ def test_log_file_that_cannot_be_opened_is_refused(tmp_path):
     bad = str(tmp_path / "no-such-dir" / "larder.log")
     lr = stackmod.Larder(str(tmp_path / "larder"), stackmod.free_port(),
                          extra={"log_file": bad})
-    p = subprocess.run([lr.binary, "serve", "-c", lr.conf, "--listen", lr.listen],
+    p = subprocess.run([lr.binary, "serve", "-c", lr.conf, "--listen", lr.listen]
+                       + stackmod.serve_user_args(lr.binary),
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30,
                        env=stackmod.clean_env())
     assert p.returncode == 1, p
