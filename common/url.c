@@ -402,8 +402,10 @@ int url_host_trusted(const char *url, const char *base_url,
 	/* an upstream served over https keeps its files on https */
 	if (have_base && bhttps && !https)
 		return 0;
-	if (have_base && strcmp(host, bhost) == 0)
-		return port == bport;
+	/* the upstream's own host and port; another port of it only when
+	 * the list names it (a mirror's files on a second port) */
+	if (have_base && strcmp(host, bhost) == 0 && port == bport)
+		return 1;
 	if (!s)
 		return 0;
 	hlen = strlen(host);

@@ -212,6 +212,16 @@ T(trusted_scheme_and_port)
 		  0);
 	/* the upstream's own host, on another port */
 	CHECK_INT(url_host_trusted("https://pypi.org:8443/p", base, tr), 0);
+	/* unless the list names that port */
+	CHECK_INT(url_host_trusted("https://pypi.org:8443/p", base,
+				   "pypi.org:8443"),
+		  1);
+	CHECK_INT(url_host_trusted("http://localhost:18081/f", "http://localhost:18080/simple/",
+				   "localhost:18081"),
+		  1);
+	CHECK_INT(url_host_trusted("http://localhost:18082/f", "http://localhost:18080/simple/",
+				   "localhost:18081"),
+		  0);
 	/* a trusted name without a port means the default one */
 	CHECK_INT(url_host_trusted("https://files.pythonhosted.org:8443/p",
 				   base, tr),
