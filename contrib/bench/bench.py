@@ -43,8 +43,7 @@ party with an empty state) and warm, in rounds whose party order rotates:
   bounded           an install storm while larder's store is held at its
                     max_size (bounded.py): failed installs, the highest
                     store size over the limit (%), warm req/s bounded vs
-                    unbounded (larder behind nginx only; not in the default
-                    set, --workloads bounded)
+                    unbounded (larder behind nginx only)
 
 and, for container images (oci.py: skopeo, Debian's docker-registry as the
 upstream and as a pull-through cache, larder's /v2/; skipped with the
@@ -114,10 +113,10 @@ JSON_ACCEPT = stack.PIP_ACCEPT
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 PYPI_WORKLOADS = ["install", "parallel-install", "throughput-cold", "slow-misses",
-                  "throughput-hot", "metadata", "cold-files", "swarm", "endpoints"]
+                  "throughput-hot", "metadata", "cold-files", "swarm", "endpoints",
+                  "bounded"]
 WORKLOADS = PYPI_WORKLOADS + ocimod.WORKLOADS
-# run only when asked for (--workloads bounded): not part of the full report
-EXTRA_WORKLOADS = ["bounded"]
+EXTRA_WORKLOADS = []
 MB = 1e6
 
 
