@@ -9,12 +9,13 @@
 #   4. the Debian package: built with dpkg-buildpackage in a copy of the
 #      tree, lintian, installed with apt-get, run as the service would be
 #      behind nginx for a pip install, purged (tests/integration/test_deb.py);
-#   5. every fuzz target for FUZZ_SECONDS (default 15);
-#   6. every benchmark once on tiny inputs (make bench-smoke).
+#   5. make distcheck;
+#   6. every fuzz target for FUZZ_SECONDS (default 15);
+#   7. every benchmark once on tiny inputs (make bench-smoke).
 #
 #   contrib/run-tests.sh                  everything
 #   contrib/run-tests.sh -k negotiation   integration tests matching a name
-#   ASAN=0 FUZZ=0 BENCH=0 DEB=0 contrib/run-tests.sh   release build only
+#   ASAN=0 FUZZ=0 BENCH=0 DEB=0 DISTCHECK=0 contrib/run-tests.sh   release build only
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -111,6 +112,17 @@ if [ "${DEB:-1}" != 0 ] && [ $# -eq 0 ]; then
 	echo "deb step: $(($(date +%s) - deb_start)) s"
 fi
 
+if [ "${DISTCHECK:-1}" != 0 ] && [ $# -eq 0 ]; then
+	echo "== make distcheck (the tarball builds, checks, installs, uninstalls)"
+	distdir=$(echo "$builds" | sed 's/^[a-z]*://; s/ .*//')
+	if make -C "$distdir" -j2 distcheck >"$out/distcheck.log" 2>&1; then
+		echo "distcheck: ok" | tee -a "$out/distcheck.log"
+	else
+		tail -n 30 "$out/distcheck.log"
+		echo "distcheck: FAILED" | tee -a "$out/distcheck.log"
+	fi
+fi
+
 if [ "${FUZZ:-1}" != 0 ] && [ $# -eq 0 ]; then
 	echo "== fuzzing, ${FUZZ_SECONDS:-15} s per target"
 	fuzzdir=$(echo "$builds" | sed 's/^[a-z]*://; s/ .*//')
@@ -174,6 +186,11 @@ if os.path.exists(f"{out}/fuzz.log"):
             else:
                 failed += 1
     if "FAILED" in open(f"{out}/fuzz.log", errors="replace").read() and failed == 0:
+        failed += 1
+if os.path.exists(f"{out}/distcheck.log"):
+    if "distcheck: ok" in open(f"{out}/distcheck.log", errors="replace").read():
+        passed += 1
+    else:
         failed += 1
 if os.path.exists(f"{out}/bench-smoke.log"):
     if "bench-smoke: ok" in open(f"{out}/bench-smoke.log", errors="replace").read():
