@@ -3,8 +3,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -236,6 +238,19 @@ static void sweep_claim(const char *key, const struct db_flight *row,
 	}
 }
 
+/* Returns 1 when the process whose pid a temp file's name begins with
+ * (blob_tmp's <pid>.<random>.part) no longer exists: what it was writing
+ * when it was killed, outside a claim (a page rendering, or a claim's file
+ * before its row went in), need not wait out the age limit. */
+static int maker_gone(const char *name)
+{
+	char *end;
+	long pid = strtol(name, &end, 10);
+
+	return end != name && *end == '.' && pid > 0 &&
+	       kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
 int flight_sweep(struct db *db, const char *data_dir)
 {
 	char dir[PATH_MAX], path[PATH_MAX];
@@ -264,8 +279,10 @@ int flight_sweep(struct db *db, const char *data_dir)
 		if (fd < 0)
 			continue;
 		/* a claimant locks its file right after creating it: only
-		 * files old enough and unlocked are orphans */
-		if (fstat(fd, &st) == 0 && now - st.st_mtime > 60 &&
+		 * files old enough and unlocked are orphans, or unlocked ones
+		 * whose maker (the pid the name begins with) is gone */
+		if (fstat(fd, &st) == 0 &&
+		    (now - st.st_mtime > 60 || maker_gone(e->d_name)) &&
 		    flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			log_warn(0, path, "removing an orphaned temp file");
 			unlink(path);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,6 +106,39 @@ T(unopenable_temp_file_is_not_a_dead_owner)
 	unstore(dir, db);
 }
 
+/* A temp file outside any claim (a page rendering, or a claim's file
+ * before its row): swept at once when its maker is gone, never while it
+ * lives (unless a minute old). */
+T(unclaimed_temp_of_a_dead_maker)
+{
+	char dir[] = "/tmp/larder-test-flight-XXXXXX";
+	struct db *db = store(dir);
+	char dead[600], live[600];
+	pid_t pid;
+	int fd;
+
+	if (!db)
+		return;
+	pid = fork();
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+	snprintf(dead, sizeof(dead), "%s/tmp/%ld.00000000000000aa.part", dir,
+		 (long)pid);
+	snprintf(live, sizeof(live), "%s/tmp/%ld.00000000000000bb.part", dir,
+		 (long)getpid());
+	fd = open(dead, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	CHECK(fd >= 0);
+	close(fd);
+	fd = open(live, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_INT(flight_sweep(db, dir), 1);
+	CHECK_INT(access(dead, F_OK), -1);
+	CHECK_INT(access(live, F_OK), 0);
+	unstore(dir, db);
+}
+
 T(dead_owner_is_taken_over)
 {
 	char dir[] = "/tmp/larder-test-flight-XXXXXX";
@@ -166,6 +200,7 @@ int main(void)
 {
 	RUN(claim_follow_done);
 	RUN(unopenable_temp_file_is_not_a_dead_owner);
+	RUN(unclaimed_temp_of_a_dead_maker);
 	RUN(dead_owner_is_taken_over);
 	RUN(key_lengths);
 	return t_done();
