@@ -29,20 +29,11 @@ import subprocess
 import threading
 import time
 
+import stack  # tests/integration, on the path bench.py set
+
 PARTY = "larder-nginx"
 FILLER_FILES = 64
 WARM_ROUNDS = 5
-
-
-def store_bytes(data_dir):
-    total = 0
-    for root, _, files in os.walk(os.path.join(data_dir, "blobs")):
-        for n in files:
-            try:
-                total += os.stat(os.path.join(root, n)).st_size
-            except FileNotFoundError:
-                pass
-    return total
 
 
 def fill(data_dir, total):
@@ -75,7 +66,7 @@ class Sampler:
 
     def _loop(self):
         while not self._stop.is_set():
-            self.peak = max(self.peak, store_bytes(self.data_dir))
+            self.peak = max(self.peak, stack.store_bytes(self.data_dir))
             self.samples += 1
             self._stop.wait(0.02)
 
@@ -147,7 +138,7 @@ def run(bench, b):
             with b.Meter(p) as m, Sampler(p.data_dir) as s:
                 wall, bad = bench.pips(p, n, "bounded-%s" % case)
             time.sleep(0.5)   # the last collector run after the last commit
-            extra = {"wall_s": wall, "failed_installs": bad, "store_bytes": store_bytes(
+            extra = {"wall_s": wall, "failed_installs": bad, "store_bytes": stack.store_bytes(
                 p.data_dir), "peak_bytes": s.peak, "samples": s.samples}
             if case == "unbounded":
                 extra["working_set"] = extra["store_bytes"]

@@ -829,6 +829,19 @@ def installed(venv):
 SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
 
 
+def store_bytes(data_dir):
+    """The bytes of the files under DATA/blobs, as a person running du
+    would count them (files evicted while it looks count as gone)."""
+    total = 0
+    for root, _, files in os.walk(os.path.join(data_dir, "blobs")):
+        for n in files:
+            try:
+                total += os.stat(os.path.join(root, n)).st_size
+            except FileNotFoundError:
+                pass
+    return total
+
+
 def data_listing(data_dir):
     """Sorted relative paths of every file and directory under data_dir,
     without SQLite's -wal/-shm/-journal files, which come and go."""

@@ -31,17 +31,6 @@ KIB = 1024
 
 # ---------------------------------------------------------------- helpers
 
-def store_bytes(data_dir):
-    total = 0
-    for root, _, files in os.walk(os.path.join(data_dir, "blobs")):
-        for n in files:
-            try:
-                total += os.stat(os.path.join(root, n)).st_size
-            except FileNotFoundError:
-                pass   # evicted while we looked
-    return total
-
-
 def blob_file(data_dir, sha):
     return os.path.join(data_dir, "blobs", "sha256", sha[:2], sha[2:4], sha)
 
@@ -141,7 +130,7 @@ def test_install_storm_stays_within_budget(load_stack, new_venv):
 
     def sample():
         while not done.is_set():
-            samples.append(store_bytes(st.data_dir))
+            samples.append(stackmod.store_bytes(st.data_dir))
             time.sleep(0.01)
 
     def install(i):
@@ -162,7 +151,7 @@ def test_install_storm_stays_within_budget(load_stack, new_venv):
     peak = max(samples)
     assert peak <= MAX * 1.02, "store peaked at %d bytes, %.2f%% of max_size" % (
         peak, 100.0 * peak / MAX)
-    assert store_bytes(st.data_dir) <= MAX
+    assert stackmod.store_bytes(st.data_dir) <= MAX
     assert re.search(r"gc: evicted \d+ blobs", st.larder.log_text()), \
         "no eviction logged"
 
