@@ -137,6 +137,8 @@ static const char *const sql[S_COUNT] = {
 	[S_BLOB_ADD] = "INSERT OR IGNORE INTO blobs VALUES (?1, ?2, ?3)",
 	[S_BLOB_DELETE] = "DELETE FROM blobs WHERE sha256 = ?1",
 	[S_BLOB_TOTALS] = "SELECT coalesce(sum(size), 0), count(*) FROM blobs",
+	[S_BLOB_FOLD] = "UPDATE blobs SET used_at = ?2 WHERE sha256 >= ?1"
+			" AND sha256 < ?1 || 'g' AND used_at < ?2",
 	[S_BEGIN] = "BEGIN IMMEDIATE",
 	[S_COMMIT] = "COMMIT",
 	[S_ROLLBACK] = "ROLLBACK",

@@ -64,19 +64,12 @@ static int prepare(struct db *db, const char *text, sqlite3_stmt **st)
 
 int db_blob_fold(struct db *db, const char *prefix, long long at)
 {
-	static const char text[] =
-	    "UPDATE blobs SET used_at = ?2 WHERE sha256 >= ?1"
-	    " AND sha256 < ?1 || 'g' AND used_at < ?2";
-	sqlite3_stmt *st;
-	int err = prepare(db, text, &st);
+	/* prepared once: a run folds every slot touched since the last */
+	sqlite3_stmt *st = db_stmt(db, S_BLOB_FOLD);
 
-	if (err)
-		return err;
 	BIND_TEXT(st, 1, prefix);
 	sqlite3_bind_int64(st, 2, at);
-	err = db_run(db, st, "blob fold");
-	sqlite3_finalize(st);
-	return err;
+	return db_run(db, st, "blob fold");
 }
 
 int db_blob_oldest(struct db *db, long long before, long long after_at,
