@@ -1293,6 +1293,10 @@ class Bench:
                 (fpath, None, {"If-None-Match": etag}, "file, If-None-Match (304)"),
                 (fpath + ".metadata", None, {}, "PEP 658 metadata"),
                 ("/root/pypi/simple/no-such-project/", JSON_ACCEPT, {}, "unknown project"),
+                ("/+health", None, {}, "health"),
+                ("/metrics", None, {}, "Prometheus metrics"),
+                ("/+stats", None, {}, "figures, JSON"),
+                ("/+status", None, {}, "status page, HTML"),
             ]
             for path, accept, extra, what in cases:
                 for _ in range(2):      # warm: the first may miss
