@@ -30,6 +30,21 @@ enum conf_sendfile {
 enum conf_index_type {
 	CONF_INDEX_CACHE,   /* "cache": pull-through cache of an upstream */
 	CONF_INDEX_VIRTUAL, /* "virtual": layers over other indexes */
+	CONF_INDEX_HOSTED,  /* "hosted": packages uploaded to larder */
+};
+
+/* How a virtual index merges its layers (docs/hosting.md). */
+enum conf_policy {
+	CONF_POLICY_PRIVATE_FIRST, /* "private-first": a project some hosted
+	                              layer has comes from hosted layers only */
+	CONF_POLICY_FALLBACK,      /* "fallback": every layer, merged */
+	CONF_POLICY_NO_FALLBACK,   /* "no-fallback": hosted layers only */
+};
+
+/* Who may read an index. */
+enum conf_read {
+	CONF_READ_ANONYMOUS, /* "anonymous": anyone */
+	CONF_READ_TOKEN,     /* "token": a token with the read action */
 };
 
 struct conf_index {
@@ -41,6 +56,13 @@ struct conf_index {
 	size_t nlayers;
 	char *trusted_hosts;            /* cache: hosts files may come from, besides
 	                                   the upstream's own; space-separated */
+	int is_volatile;                /* hosted: 0/1, files may be replaced
+	                                   and deleted */
+	long max_upload_size;           /* hosted: bytes */
+	enum conf_policy policy;        /* virtual */
+	char *protected_names;          /* virtual: globs of normalised names
+	                                   never served from a cache layer */
+	enum conf_read read;            /* who may read it */
 };
 
 enum conf_library {

@@ -26,49 +26,62 @@ static int is_set(const struct conf_parser *p, size_t i, const char *name)
 	return p->index_line[i][conf_find_key("index", name) - conf_keys] != 0;
 }
 
-/* Checks one declared index on its own: type, and the keys it needs or
- * must not have. */
+/* "cache", "virtual", "hosted" or a list of them, for a key's types. */
+static void type_names(unsigned types, char *out, size_t len)
+{
+	static const char *const names[] = {"cache", "virtual", "hosted"};
+	size_t n = 0;
+
+	*out = '\0';
+	for (size_t t = 0; t < sizeof(names) / sizeof(names[0]); t++) {
+		if (!(types & CONF_FOR(t)))
+			continue;
+		n += (size_t)snprintf(out + n, len - n, "%s%s", n ? " or " : "",
+		                      names[t]);
+		if (n >= len)
+			return;
+	}
+}
+
+/* Checks one declared index on its own: type, the keys it needs, and no
+ * key the table says is for another type. */
 static int check_index(struct conf_parser *p, size_t i)
 {
 	struct conf_index *ix = &p->c->index[i];
 	unsigned line = p->section_line[i];
+	char types[64];
 
 	snprintf(p->where, sizeof(p->where), "[index \"%s\"]: ", ix->name);
 	if (!is_set(p, i, "type"))
-		return conf_fail(
-		    p, line, "%smissing type (expected one of cache, virtual)",
-		    p->where);
-	if (ix->type == CONF_INDEX_CACHE) {
-		if (!ix->upstream)
-			return conf_fail(
-			    p, line,
-			    "%smissing upstream (a cache index needs "
-			    "the URL of its upstream simple index)",
-			    p->where);
-		if (is_set(p, i, "layers"))
-			return conf_fail(p, key_line(p, i, "layers"),
-			                 "%slayers is only for type = virtual",
-			                 p->where);
-		return 0;
+		return conf_fail(p, line,
+		                 "%smissing type (expected one of cache, "
+		                 "virtual, hosted)",
+		                 p->where);
+	for (size_t k = 0; k < CONF_NKEYS; k++) {
+		const struct conf_key *key = &conf_keys[k];
+
+		if (strcmp(key->section, "index") || !key->types ||
+		    (key->types & CONF_FOR(ix->type)) ||
+		    !p->index_line[i][k])
+			continue;
+		type_names(key->types, types, sizeof(types));
+		return conf_fail(p, p->index_line[i][k],
+		                 "%s%s is only for type = %s", p->where,
+		                 key->name, types);
 	}
-	if (!ix->layers)
+	if (ix->type == CONF_INDEX_CACHE && !ix->upstream)
+		return conf_fail(p, line,
+		                 "%smissing upstream (a cache index needs "
+		                 "the URL of its upstream simple index)",
+		                 p->where);
+	if (ix->type == CONF_INDEX_VIRTUAL && !ix->layers)
 		return conf_fail(p, line,
 		                 "%smissing layers (a virtual index needs the "
 		                 "names of the indexes it serves)",
 		                 p->where);
-	if (is_set(p, i, "upstream"))
-		return conf_fail(p, key_line(p, i, "upstream"),
-		                 "%supstream is only for type = cache",
-		                 p->where);
-	if (is_set(p, i, "trusted_hosts"))
-		return conf_fail(p, key_line(p, i, "trusted_hosts"),
-		                 "%strusted_hosts is only for type = cache (a "
-		                 "virtual index trusts what its layers trust)",
-		                 p->where);
 	return 0;
 }
 
-/* Turns index i's layer names into positions. */
 static int resolve_layers(struct conf_parser *p, size_t i)
 {
 	struct conf_index *ix = &p->c->index[i];

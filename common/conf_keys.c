@@ -23,8 +23,16 @@ _Static_assert(sizeof(enum conf_library) == sizeof(int), "enum size");
 _Static_assert(CONF_SENDFILE_ACCEL == 0 && CONF_SENDFILE_XSENDFILE == 1 &&
                    CONF_SENDFILE_STREAM == 2,
                "sendfile_values order");
-_Static_assert(CONF_INDEX_CACHE == 0 && CONF_INDEX_VIRTUAL == 1,
+_Static_assert(CONF_INDEX_CACHE == 0 && CONF_INDEX_VIRTUAL == 1 &&
+                   CONF_INDEX_HOSTED == 2,
                "type_values order");
+_Static_assert(sizeof(enum conf_policy) == sizeof(int), "enum size");
+_Static_assert(CONF_POLICY_PRIVATE_FIRST == 0 && CONF_POLICY_FALLBACK == 1 &&
+                   CONF_POLICY_NO_FALLBACK == 2,
+               "policy_values order");
+_Static_assert(sizeof(enum conf_read) == sizeof(int), "enum size");
+_Static_assert(CONF_READ_ANONYMOUS == 0 && CONF_READ_TOKEN == 1,
+               "read_values order");
 _Static_assert(CONF_LIBRARY_AUTO == 0 && CONF_LIBRARY_YES == 1 &&
                    CONF_LIBRARY_NO == 2,
                "library_values order");
@@ -67,12 +75,17 @@ const struct conf_type_info conf_types[CONF_NTYPES] = {
 
 static const char *const sendfile_values[] = {"x-accel-redirect", "x-sendfile",
                                               "stream", NULL};
-static const char *const type_values[] = {"cache", "virtual", NULL};
+static const char *const type_values[] = {"cache", "virtual", "hosted",
+                                          NULL};
+static const char *const policy_values[] = {"private-first", "fallback",
+                                            "no-fallback", NULL};
+static const char *const read_values[] = {"anonymous", "token", NULL};
 static const char *const library_values[] = {"auto", "yes", "no", NULL};
 
 static const char *at_least_one(void *field);
 static const char *check_layers(void *field);
 static const char *check_hosts(void *field);
+static const char *check_globs(void *field);
 
 #define LARDER(n) "larder", #n, offsetof(struct conf, n)
 #define INDEX(n)  "index", #n, offsetof(struct conf_index, n)
@@ -179,24 +192,66 @@ const struct conf_key conf_keys[] = {
              "error, which a web server routes to its error log."},
     {INDEX(type), T_ENUM, NULL, .values = type_values,
      .help = "Required. cache: a pull-through cache of one upstream "
-             "simple index. virtual: serves the indexes named in layers, "
-             "looked up in the order given."},
+             "simple index. hosted: packages uploaded to larder (twine, "
+             "pdm publish, poetry publish, uv publish) by token holders. "
+             "virtual: serves the indexes named in layers, merged as "
+             "policy says."},
     {INDEX(upstream), T_URL, NULL,
      .help = "The upstream simple index (PEP 503/691) a cache index "
              "fetches from, e.g. https://pypi.org/simple/. Required for "
-             "a cache index, not allowed for a virtual one."},
+             "a cache index, not allowed for a virtual one.",
+     .types = CONF_FOR(CONF_INDEX_CACHE)},
     {INDEX(layers), T_LIST, NULL, .check = check_layers,
      .help = "The indexes a virtual index serves, by name, in order: "
              "each declared in the same file and not the index itself, "
              "at most 8. A layer may itself be virtual, but layers must "
              "not form a cycle. Required for a virtual index, not allowed "
-             "for a cache one."},
+             "for a cache one.",
+     .types = CONF_FOR(CONF_INDEX_VIRTUAL)},
     {INDEX(trusted_hosts), T_LIST, "files.pythonhosted.org",
      .check = check_hosts,
      .help = "Host names a cache index may fetch files from, besides its "
              "upstream's own host, when an upstream page links there; "
              "*.example.com matches any name under example.com (not "
-             "example.com itself). Not allowed for a virtual index."},
+             "example.com itself). Only for a cache index.",
+     .types = CONF_FOR(CONF_INDEX_CACHE)},
+    {"index", "volatile", offsetof(struct conf_index, is_volatile), T_BOOL,
+     "no",
+     .help = "Whether a file uploaded to a hosted index may be replaced "
+             "by a different one of the same name, or removed. With no, "
+             "as on PyPI, a file once uploaded stays what it is: the same "
+             "name with other bytes is refused (409), and releases can "
+             "only be yanked. Only for a hosted index.",
+     .types = CONF_FOR(CONF_INDEX_HOSTED)},
+    {INDEX(max_upload_size), T_SIZE, "100M",
+     .help = "The largest file a hosted index takes in one upload; a "
+             "bigger body is refused (413) before anything is stored. "
+             "The web server's own limit (client_max_body_size in nginx) "
+             "must allow it too. Only for a hosted index.",
+     .types = CONF_FOR(CONF_INDEX_HOSTED)},
+    {INDEX(policy), T_ENUM, "private-first", .values = policy_values,
+     .help = "How a virtual index merges the pages of its layers; a file "
+             "two layers list under the same name comes from the earlier "
+             "layer. private-first: when any hosted layer has the project, "
+             "its cache layers are not consulted for it at all, so a "
+             "public upload of the same name (dependency confusion) never "
+             "reaches an installer; otherwise every layer is merged. "
+             "fallback: every layer, merged. no-fallback: hosted layers "
+             "only. Only for a virtual index.",
+     .types = CONF_FOR(CONF_INDEX_VIRTUAL)},
+    {INDEX(protected_names), T_LIST, "", .check = check_globs,
+     .help = "Project names a virtual index never serves from a cache "
+             "layer, whatever policy says and even before anything is "
+             "uploaded under them: globs (* any run, ? one character) "
+             "matched against the normalised name, e.g. corp-* "
+             "internal-*. Only for a virtual index.",
+     .types = CONF_FOR(CONF_INDEX_VIRTUAL)},
+    {INDEX(read), T_ENUM, "anonymous", .values = read_values,
+     .help = "Who may read the index: anonymous, anyone; token, only "
+             "clients that send a token with the read action for it "
+             "(pip and uv send them from the index URL or a keyring), "
+             "and its files are then answered with Cache-Control: "
+             "private."},
     {REGISTRY(upstream), T_URL, NULL,
      .help = "Required. The registry this one caches, e.g. "
              "https://registry-1.docker.io (Docker Hub), https://ghcr.io "
@@ -640,6 +695,24 @@ static const char *check_layers(void *f)
 		name[n] = '\0';
 		if (conf_bad_index_name(name))
 			return form;
+	}
+	return NULL;
+}
+
+/* Globs of project names: lowercased, and '_' and '.' made '-', as the
+ * names they are matched against are (PEP 503). */
+static const char *check_globs(void *f)
+{
+	char *list = *(char **)f;
+
+	for (char *p = list; *p; p++) {
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+		if (*p == '_' || *p == '.')
+			*p = '-';
+		if (*p != ' ' && !is_lower_digit(*p) && !strchr("-*?", *p))
+			return "project name globs (letters, digits, - _ . "
+			       "* ?) separated by spaces";
 	}
 	return NULL;
 }

@@ -54,9 +54,14 @@ struct conf_key {
 	 * place. Returns NULL, or the form that was expected instead. */
 	const char *(*check)(void *field);
 	const char *help;
+	unsigned types; /* index keys: the types that may set it, as
+	                   CONF_FOR() bits; 0: every type */
 };
 
-#define CONF_NKEYS 33 /* entries in conf_keys; conf_keys.c checks the count */
+/* The bit of an index type in conf_key.types. */
+#define CONF_FOR(t) (1u << (t))
+
+#define CONF_NKEYS 38 /* entries in conf_keys; conf_keys.c checks the count */
 
 /* The one table of keys, in the order of the man page and of conf_dump. */
 extern const struct conf_key conf_keys[CONF_NKEYS];

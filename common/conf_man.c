@@ -106,16 +106,11 @@ int conf_dump(const struct conf *c, struct buf *out)
 
 		err = buf_addf(out, "\n[index \"%s\"]\n", ix->name);
 		for (size_t i = 0; i < CONF_NKEYS && !err; i++) {
-			const char *name = conf_keys[i].name;
 
 			if (strcmp(conf_keys[i].section, "index"))
 				continue;
-			if (ix->type == CONF_INDEX_CACHE &&
-			    !strcmp(name, "layers"))
-				continue;
-			if (ix->type == CONF_INDEX_VIRTUAL &&
-			    (!strcmp(name, "upstream") ||
-			     !strcmp(name, "trusted_hosts")))
+			if (conf_keys[i].types &&
+			    !(conf_keys[i].types & CONF_FOR(ix->type)))
 				continue;
 			err = dump_key(out, ix, &conf_keys[i]);
 		}

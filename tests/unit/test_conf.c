@@ -659,7 +659,7 @@ T(error_forms)
 	    "mean cache_ttl?)");
 	CHECK_STR(fails("[larder]\n\n\n\n\n\n\n[index \"x\"]\ntype = mirror\n"),
 	          "larder.conf:9: [index \"x\"]: type = \"mirror\": expected "
-	          "one of cache, virtual");
+	          "one of cache, virtual, hosted");
 	/* the name given is the one used */
 	{
 		struct conf c;
@@ -1003,7 +1003,7 @@ T(index_rules)
 {
 	CHECK_STR(fails("[index \"p\"]\nupstream = https://h/\n"),
 	          "larder.conf:1: [index \"p\"]: missing type (expected one of "
-	          "cache, virtual)");
+	          "cache, virtual, hosted)");
 	CHECK_STR(
 	    fails("[larder]\n[index \"p\"]\ntype = cache\n"),
 	    "larder.conf:2: [index \"p\"]: missing upstream (a cache index "
@@ -1029,6 +1029,53 @@ T(index_rules)
 	          "trusted_hosts = x.example\n"),
 	    "larder.conf:7: [index \"v\"]: trusted_hosts is only for "
 	    "type = cache");
+	CHECK_STR(fails("[index \"h\"]\ntype = hosted\nupstream = https://h/\n"),
+	          "larder.conf:3: [index \"h\"]: upstream is only for type = "
+	          "cache");
+	CHECK_STR(fails("[index \"a\"]\ntype = cache\nupstream = https://h/\n"
+	                "volatile = yes\n"),
+	          "larder.conf:4: [index \"a\"]: volatile is only for type = "
+	          "hosted");
+	CHECK_STR(fails("[index \"h\"]\ntype = hosted\npolicy = fallback\n"),
+	          "larder.conf:3: [index \"h\"]: policy is only for type = "
+	          "virtual");
+	CHECK_CONTAINS(fails("[index \"h\"]\ntype = hosted\n"
+	                     "[index \"v\"]\ntype = virtual\nlayers = h\n"
+	                     "protected_names = corp/*\n"),
+	               "protected_names = \"corp/*\": expected project name "
+	               "globs");
+}
+
+T(hosted_and_policies)
+{
+	struct conf c;
+
+	CHECK_INT(parse(&c, "[index \"root/private\"]\ntype = hosted\n"
+	                    "volatile = yes\nmax_upload_size = 1G\n"
+	                    "read = token\n"
+	                    "[index \"pypi\"]\ntype = cache\n"
+	                    "upstream = https://pypi.org/simple/\n"
+	                    "[index \"root/pypi\"]\ntype = virtual\n"
+	                    "layers = root/private pypi\n"
+	                    "protected_names = Corp_* internal.?\n"),
+	          0);
+	CHECK_INT(c.index[0].type, CONF_INDEX_HOSTED);
+	CHECK_INT(c.index[0].is_volatile, 1);
+	CHECK_INT(c.index[0].max_upload_size, 1L << 30);
+	CHECK_INT(c.index[0].read, CONF_READ_TOKEN);
+	CHECK_INT(c.index[1].read, CONF_READ_ANONYMOUS);
+	CHECK_INT(c.index[1].max_upload_size, 100L << 20);
+	CHECK_INT(c.index[2].policy, CONF_POLICY_PRIVATE_FIRST);
+	CHECK_STR(c.index[2].protected_names, "corp-* internal-?");
+	CHECK_INT(c.index[2].nlayers, 2);
+	conf_free(&c);
+	CHECK_INT(parse(&c, "[index \"h\"]\ntype = hosted\n"
+	                    "[index \"v\"]\ntype = virtual\nlayers = h\n"
+	                    "policy = no-fallback\n"),
+	          0);
+	CHECK_INT(c.index[1].policy, CONF_POLICY_NO_FALLBACK);
+	CHECK_INT(c.index[0].is_volatile, 0);
+	conf_free(&c);
 }
 
 T(layers_resolution)
@@ -2129,6 +2176,7 @@ int main(void)
 	RUN(index_names);
 	RUN(replaces_default_indexes);
 	RUN(index_rules);
+	RUN(hosted_and_policies);
 	RUN(layers_resolution);
 	RUN(unknown_and_self_layer);
 	RUN(cycles);
