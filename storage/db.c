@@ -18,7 +18,7 @@
 #define STRINGIFY(x) STRINGIFY_(x)
 
 /* The schema this build reads and writes (PRAGMA user_version). */
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 
 /* Every table as this version has it. Run under one write lock taken up
  * front: a deferred transaction that reads the schema and then wants to
@@ -67,7 +67,22 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS blobs ("
 	"  sha256 TEXT PRIMARY KEY, size INTEGER NOT NULL,"
 	"  used_at INTEGER NOT NULL);"
-	"CREATE INDEX IF NOT EXISTS blobs_used ON blobs (used_at);";
+	"CREATE INDEX IF NOT EXISTS blobs_used ON blobs (used_at);"
+	"CREATE TABLE IF NOT EXISTS hosted ("
+	"  idx TEXT NOT NULL, project TEXT NOT NULL, version TEXT NOT NULL,"
+	"  filename TEXT NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL,"
+	"  meta_sha TEXT NOT NULL, requires_python TEXT NOT NULL,"
+	"  uploaded_at INTEGER NOT NULL, yanked INTEGER NOT NULL,"
+	"  yanked_reason TEXT NOT NULL,"
+	"  PRIMARY KEY (idx, filename));"
+	"CREATE INDEX IF NOT EXISTS hosted_project ON hosted (idx, project);"
+	"CREATE INDEX IF NOT EXISTS hosted_sha ON hosted (sha256);"
+	"CREATE INDEX IF NOT EXISTS hosted_meta ON hosted (meta_sha);"
+	"CREATE TABLE IF NOT EXISTS tokens ("
+	"  id TEXT PRIMARY KEY, idx TEXT NOT NULL, actions TEXT NOT NULL,"
+	"  projects TEXT NOT NULL, salt TEXT NOT NULL, hash TEXT NOT NULL,"
+	"  created INTEGER NOT NULL, expires INTEGER NOT NULL,"
+	"  revoked INTEGER NOT NULL, note TEXT NOT NULL);";
 
 /* What a database made before user_version was kept (version 0) lacks. */
 static const char from_v0[] =
@@ -139,6 +154,23 @@ static const char *const sql[S_COUNT] = {
 	[S_BLOB_TOTALS] = "SELECT coalesce(sum(size), 0), count(*) FROM blobs",
 	[S_BLOB_FOLD] = "UPDATE blobs SET used_at = ?2 WHERE sha256 >= ?1"
 			" AND sha256 < ?1 || 'g' AND used_at < ?2",
+	[S_HOSTED_PUT] = "INSERT OR REPLACE INTO hosted VALUES"
+			 " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	[S_HOSTED_GET] = "SELECT " HOSTED_COLUMNS " FROM hosted"
+			 " WHERE idx = ?1 AND filename = ?2",
+	[S_HOSTED_PROJECT] = "SELECT " HOSTED_COLUMNS " FROM hosted"
+			     " WHERE idx = ?1 AND project = ?2"
+			     " ORDER BY uploaded_at, filename",
+	[S_HOSTED_PROJECTS] = "SELECT DISTINCT project FROM hosted"
+			      " WHERE idx = ?1 ORDER BY project",
+	[S_HOSTED_YANK] = "UPDATE hosted SET yanked = ?4, yanked_reason = ?5"
+			  " WHERE idx = ?1 AND project = ?2 AND version = ?3",
+	[S_HOSTED_DELETE] = "DELETE FROM hosted WHERE idx = ?1 AND filename = ?2",
+	[S_TOKEN_PUT] = "INSERT INTO tokens VALUES"
+			" (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+	[S_TOKEN_GET] = "SELECT " TOKEN_COLUMNS " FROM tokens WHERE id = ?1",
+	[S_TOKEN_REVOKE] = "UPDATE tokens SET revoked = 1 WHERE id = ?1",
+	[S_TOKEN_ALL] = "SELECT " TOKEN_COLUMNS " FROM tokens ORDER BY created",
 	[S_BEGIN] = "BEGIN IMMEDIATE",
 	[S_COMMIT] = "COMMIT",
 	[S_ROLLBACK] = "ROLLBACK",
@@ -421,7 +453,9 @@ int db_unreferenced(struct db *db, char (*sha)[65], size_t n,
 		" AND sha256 NOT IN (SELECT meta_sha FROM files)"
 		" AND sha256 NOT IN (SELECT sha256 FROM garbage)"
 		" AND sha256 NOT IN (SELECT sha256 FROM oci_refs)"
-		" AND sha256 NOT IN (SELECT sha256 FROM oci_blobs)";
+		" AND sha256 NOT IN (SELECT sha256 FROM oci_blobs)"
+		" AND sha256 NOT IN (SELECT sha256 FROM hosted)"
+		" AND sha256 NOT IN (SELECT meta_sha FROM hosted)";
 	sqlite3_stmt *ins = NULL, *sel = NULL;
 	int err = EIO, rc;
 

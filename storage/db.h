@@ -16,6 +16,10 @@
  *   blobs    the inventory of the blob store: every blob's size and when
  *            it was last used (as of the last collector run), for the
  *            disk budget (storage/gc.h)
+ *   hosted   every file uploaded to a hosted index, with what its page
+ *            lists of it
+ *   tokens   upload and read tokens: what each may do, and a salted hash
+ *            of its secret (never the secret)
  */
 #ifndef LARDER_DB_H
 #define LARDER_DB_H
@@ -278,5 +282,78 @@ int db_blob_evict(struct db *db, const char *sha256, long long now,
 int db_blob_each(struct db *db,
 		 void (*fn)(const char *sha256, long long size, void *ctx),
 		 void *ctx);
+
+/* A file uploaded to a hosted index. */
+struct db_hosted {
+	char project[201];        /* normalised name (PEP 503) */
+	char version[128];        /* as the metadata gives it */
+	char filename[256];
+	char sha256[65];
+	long long size;
+	char meta_sha[65];        /* blob of its core metadata, "" none */
+	char requires_python[256]; /* "" when none */
+	long long uploaded_at;    /* unix seconds */
+	int yanked;               /* PEP 592 */
+	char yanked_reason[256];
+};
+
+/* Writes the row of h->filename in index (a new upload, or one that
+ * replaces it on a volatile index). Returns 0 or EIO. */
+int db_hosted_put(struct db *db, const char *index, const struct db_hosted *h);
+
+/* Reads the row of filename in index. Returns 0, ENOENT, or EIO. */
+int db_hosted_get(struct db *db, const char *index, const char *filename,
+		  struct db_hosted *h);
+
+/* Reads every file of project in index, oldest upload first, into *rows
+ * (malloc'd, the caller frees; NULL when *n is 0). Returns 0, ENOMEM, or
+ * EIO. */
+int db_hosted_project(struct db *db, const char *index, const char *project,
+		      struct db_hosted **rows, size_t *n);
+
+/* Calls fn for each project index holds a file of, by name, after reading
+ * them all. Returns 0, ENOMEM, or EIO. */
+int db_hosted_projects(struct db *db, const char *index,
+		       void (*fn)(const char *project, void *ctx), void *ctx);
+
+/* Yanks (yanked 1, with reason) or unyanks (0) every file of project's
+ * version in index; *changed says how many rows there were. Returns 0 or
+ * EIO. */
+int db_hosted_yank(struct db *db, const char *index, const char *project,
+		   const char *version, int yanked, const char *reason,
+		   long *changed);
+
+/* Forgets the file filename of index. Returns 0 or EIO. */
+int db_hosted_delete(struct db *db, const char *index, const char *filename);
+
+/* An upload or read token, as stored: the secret itself never is. */
+struct db_token {
+	char id[33];              /* the token's public part, hex */
+	char index[101];          /* the index it is for */
+	char actions[64];         /* comma-separated: upload, yank, delete,
+	                             read */
+	char projects[512];       /* space-separated globs of normalised
+	                             names; "*" for all */
+	char salt[33];            /* hex */
+	char hash[65];            /* hex SHA-256 of salt and secret */
+	long long created;        /* unix seconds */
+	long long expires;        /* unix seconds, 0 never */
+	int revoked;
+	char note[256];
+};
+
+/* Stores a new token. Returns 0, EEXIST when its id is taken, or EIO. */
+int db_token_put(struct db *db, const struct db_token *t);
+
+/* Reads the token with that id. Returns 0, ENOENT, or EIO. */
+int db_token_get(struct db *db, const char *id, struct db_token *t);
+
+/* Marks the token revoked. Returns 0, ENOENT when there is none, or EIO. */
+int db_token_revoke(struct db *db, const char *id);
+
+/* Calls fn for every token, oldest first, after reading them all. Returns
+ * 0, ENOMEM, or EIO. */
+int db_token_each(struct db *db,
+		  void (*fn)(const struct db_token *t, void *ctx), void *ctx);
 
 #endif

@@ -1,7 +1,8 @@
 /* db_sql: what the db modules (db.c: the connection, the schema, every
  * statement's text; db_page.c: pages, files, garbage; db_flight.c:
  * flights, outcomes, upstreams; db_oci.c: registries' refs, blobs and
- * tokens; db_blob.c: the blob inventory) share. Not for use outside storage/db*.c:
+ * tokens; db_blob.c: the blob inventory; db_hosted.c: uploaded files;
+ * db_token.c: upload and read tokens) share. Not for use outside storage/db*.c:
  * everyone else goes through db.h. */
 #ifndef LARDER_DB_SQL_H
 #define LARDER_DB_SQL_H
@@ -52,11 +53,32 @@ enum db_stmt {
 	S_BLOB_DELETE,
 	S_BLOB_TOTALS,
 	S_BLOB_FOLD,
+	S_HOSTED_PUT,
+	S_HOSTED_GET,
+	S_HOSTED_PROJECT,
+	S_HOSTED_PROJECTS,
+	S_HOSTED_YANK,
+	S_HOSTED_DELETE,
+	S_TOKEN_PUT,
+	S_TOKEN_GET,
+	S_TOKEN_REVOKE,
+	S_TOKEN_ALL,
 	S_BEGIN,
 	S_COMMIT,
 	S_ROLLBACK,
 	S_COUNT
 };
+
+/* The columns db_hosted.c reads a hosted row from, in this order (the
+ * table's own, less idx). */
+#define HOSTED_COLUMNS                                                       \
+	"project, version, filename, sha256, size, meta_sha,"                \
+	" requires_python, uploaded_at, yanked, yanked_reason"
+
+/* The columns db_token.c reads a token row from: the table's own. */
+#define TOKEN_COLUMNS                                                        \
+	"id, idx, actions, projects, salt, hash, created, expires, revoked,"  \
+	" note"
 
 struct db {
 	sqlite3 *conn;
