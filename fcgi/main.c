@@ -17,12 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <grp.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/conf.h"
+#include "fcgi/cmd.h"
 #include "fcgi/loop.h"
 #include "fcgi/pool.h"
 #include "fcgi/serve.h"
@@ -76,17 +75,6 @@ static long env_workers(void)
 	return n;
 }
 
-static int load(struct conf *c, const char *path)
-{
-	char err[1024];
-
-	if (conf_load(c, path, err, sizeof(err))) {
-		fprintf(stderr, "larder: %s\n", err);
-		return 1;
-	}
-	return 0;
-}
-
 static int config_cmd(int argc, char **argv)
 {
 	struct conf c;
@@ -111,33 +99,13 @@ static int config_cmd(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (load(&c, path))
+	if (cmd_load(&c, path))
 		return 1;
 	rc = conf_dump(&c, &out);
 	fputs(buf_str(&out), stdout);
 	buf_free(&out);
 	conf_free(&c);
 	return rc ? 1 : 0;
-}
-
-/* A command run by root on a store that belongs to another user (the
- * service's) becomes that user first: the files it makes (the database's
- * journal, the shared tables) must stay the service's to open. Returns 0,
- * or 2 after saying why it could not. */
-static int become_owner(const char *cmd, const char *data_dir)
-{
-	struct stat st;
-
-	if (geteuid() != 0 || stat(data_dir, &st) < 0 || st.st_uid == 0)
-		return 0;
-	if (setgroups(0, NULL) < 0 || setgid(st.st_gid) < 0 ||
-	    setuid(st.st_uid) < 0) {
-		fprintf(stderr, "larder %s: cannot become the owner of %s "
-			"(uid %ld): %s\n", cmd, data_dir, (long)st.st_uid,
-			strerror(errno));
-		return 2;
-	}
-	return 0;
 }
 
 /* larder fsck [-c FILE] [--repair]: exit 0 when the store was clean, 1
@@ -160,9 +128,9 @@ static int fsck_cmd(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (load(&c, path))
+	if (cmd_load(&c, path))
 		return 2;
-	if (become_owner("fsck", c.data_dir)) {
+	if (cmd_become_owner("fsck", c.data_dir)) {
 		conf_free(&c);
 		return 2;
 	}
@@ -206,7 +174,7 @@ static int gc_cmd(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (load(&c, path))
+	if (cmd_load(&c, path))
 		return 2;
 	/* through the config's own parser: the same forms and messages */
 	snprintf(text, sizeof(text), "[larder]\nmax_size = \"%.80s\"\n",
@@ -217,7 +185,7 @@ static int gc_cmd(int argc, char **argv)
 		conf_free(&c);
 		return 2;
 	}
-	if (become_owner("gc", c.data_dir)) {
+	if (cmd_become_owner("gc", c.data_dir)) {
 		conf_free(&c);
 		return 2;
 	}
@@ -266,7 +234,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (fd0_listening()) {
-		if (load(&c, NULL))
+		if (cmd_load(&c, NULL))
 			return 1;
 		/* Spawned by the web server on a socket of our own: a pool on
 		 * it, sized by $LARDER_WORKERS (mod_fcgid runs one process
@@ -276,7 +244,7 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	if (getenv("GATEWAY_INTERFACE")) {
-		if (load(&c, NULL)) {
+		if (cmd_load(&c, NULL)) {
 			fputs("Status: 500 Internal Server Error\r\n"
 			      "Content-Type: text/plain\r\n\r\n"
 			      "larder: bad configuration (see the error log)\n",
