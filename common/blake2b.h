@@ -8,16 +8,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BLAKE2B_BLOCK 128
+#define BLAKE2B_BLOCK   128
 #define BLAKE2B_MAX_OUT 64
 #define BLAKE2B_MAX_KEY 64
 
 struct blake2b {
-	uint64_t h[8];                  /* chained state */
-	uint64_t t[2];                  /* bytes compressed so far (128 bits) */
+	uint64_t h[8]; /* chained state */
+	uint64_t t[2]; /* bytes compressed so far (128 bits) */
 	unsigned char buf[BLAKE2B_BLOCK]; /* the block not yet compressed */
-	size_t c;                       /* bytes in buf */
-	size_t outlen;                  /* digest bytes, 1..64 */
+	size_t c;                         /* bytes in buf */
+	size_t outlen;                    /* digest bytes, 1..64 */
 };
 
 /* Starts an unkeyed digest of outlen bytes. Returns 0, or EINVAL when
@@ -28,7 +28,7 @@ int blake2b_init(struct blake2b *s, size_t outlen);
  * (the key is copied; keylen 0 is blake2b_init). Returns 0, or EINVAL when
  * outlen is not 1..64 or keylen over 64. */
 int blake2b_init_key(struct blake2b *s, size_t outlen, const void *key,
-		     size_t keylen);
+                     size_t keylen);
 
 /* Feeds n bytes, in any number of calls of any size. */
 void blake2b_update(struct blake2b *s, const void *p, size_t n);
