@@ -200,7 +200,7 @@ int multipart_boundary(const char *content_type, char *out, size_t len)
 /* Fails the parse: "multipart: " and the reason into p->err. Returns
  * EINVAL. */
 static int fail(struct multipart *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static int fail(struct multipart *p, const char *fmt, ...)
 {
@@ -220,8 +220,8 @@ static int stopped(struct multipart *p, int rc)
 {
 	if (!rc)
 		return 0;
-	snprintf(p->err, sizeof(p->err), "multipart: stopped by a callback "
-		 "(%d)", rc);
+	snprintf(p->err, sizeof(p->err),
+	         "multipart: stopped by a callback (%d)", rc);
 	p->error = rc;
 	p->state = S_FAILED;
 	return rc;
@@ -245,7 +245,7 @@ static int end_part(struct multipart *p)
 }
 
 int multipart_init(struct multipart *p, const char *boundary,
-		   const struct multipart_callbacks *cb, void *arg)
+                   const struct multipart_callbacks *cb, void *arg)
 {
 	memset(p, 0, offsetof(struct multipart, hdr));
 	memset(&p->part, 0, sizeof(p->part));
@@ -365,7 +365,7 @@ static int disposition(struct multipart *p, const char *v, size_t *used)
 	n = token_len(s);
 	if (!ieq(s, n, "form-data"))
 		return fail(p, "part %u: Content-Disposition is not form-data",
-			    no);
+		            no);
 	s += n;
 	for (;;) {
 		char *out = p->strs + *used;
@@ -375,20 +375,23 @@ static int disposition(struct multipart *p, const char *v, size_t *used)
 		if (rc == 0)
 			break;
 		if (rc < 0)
-			return fail(p, "part %u: bad Content-Disposition "
-				    "parameters", no);
+			return fail(
+			    p, "part %u: bad Content-Disposition parameters",
+			    no);
 		is_name = ieq(name, nlen, "name");
 		is_file = ieq(name, nlen, "filename");
 		rc = param_value(&s, is_name || is_file ? out : NULL,
-				 sizeof(p->strs) - *used, &vlen);
+		                 sizeof(p->strs) - *used, &vlen);
 		if (rc == -2)
 			return fail(p, "part %u: headers too long", no);
 		if (rc < 0)
-			return fail(p, "part %u: bad Content-Disposition "
-				    "parameter value", no);
+			return fail(
+			    p,
+			    "part %u: bad Content-Disposition parameter value",
+			    no);
 		if ((is_name && p->part.name) || (is_file && p->part.filename))
 			return fail(p, "part %u: Content-Disposition %s twice",
-				    no, is_name ? "name" : "filename");
+			            no, is_name ? "name" : "filename");
 		if (is_name)
 			p->part.name = out;
 		if (is_file)
@@ -416,8 +419,8 @@ static int parse_headers(struct multipart *p)
 			return fail(p, "part %u: NUL in the headers", no);
 		if ((h[j] == '\r' && h[j + 1] != '\n') ||
 		    (h[j] == '\n' && (j == 0 || h[j - 1] != '\r')))
-			return fail(p, "part %u: a header line not ended by "
-				    "CRLF", no);
+			return fail(
+			    p, "part %u: a header line not ended by CRLF", no);
 	}
 	if (n && (h[0] == ' ' || h[0] == '\t'))
 		return fail(p, "part %u: headers start with white space", no);
@@ -444,19 +447,21 @@ static int parse_headers(struct multipart *p)
 		*end = '\0';
 		if (ieq(line, nlen, "content-disposition")) {
 			if (have_cd)
-				return fail(p, "part %u: two "
-					    "Content-Disposition headers", no);
+				return fail(
+				    p,
+				    "part %u: two Content-Disposition headers",
+				    no);
 			have_cd = 1;
 			rc = disposition(p, v, &used);
 			if (rc)
 				return rc;
 		} else if (ieq(line, nlen, "content-type")) {
 			if (have_ct)
-				return fail(p, "part %u: two Content-Type "
-					    "headers", no);
+				return fail(
+				    p, "part %u: two Content-Type headers", no);
 			have_ct = 1;
-			p->part.content_type = keep(p, &used, v,
-						    (size_t)(end - v));
+			p->part.content_type =
+			    keep(p, &used, v, (size_t)(end - v));
 			if (!p->part.content_type)
 				return fail(p, "part %u: headers too long", no);
 		}
@@ -469,8 +474,7 @@ static int parse_headers(struct multipart *p)
 }
 
 /* Gathers a part's header block; at its empty line, begins the part. */
-static int headers(struct multipart *p, const char *s, size_t n,
-		   size_t *used)
+static int headers(struct multipart *p, const char *s, size_t n, size_t *used)
 {
 	size_t i = 0;
 	int rc;
@@ -478,7 +482,7 @@ static int headers(struct multipart *p, const char *s, size_t n,
 	while (i < n) {
 		if (p->hlen == MULTIPART_MAX_HEADERS)
 			return fail(p, "part %u: headers over %d bytes",
-				    p->parts + 1, MULTIPART_MAX_HEADERS);
+			            p->parts + 1, MULTIPART_MAX_HEADERS);
 		p->hdr[p->hlen++] = s[i++];
 		if (!(p->hlen == 2 && memcmp(p->hdr, "\r\n", 2) == 0) &&
 		    !(p->hlen >= 4 &&
@@ -541,7 +545,7 @@ static int after_delim(struct multipart *p, char ch, size_t *used)
 			return rc;
 		if (p->parts == MULTIPART_MAX_PARTS)
 			return fail(p, "more than %d parts",
-				    MULTIPART_MAX_PARTS);
+			            MULTIPART_MAX_PARTS);
 		p->state = S_HEADERS;
 		p->hlen = 0;
 		return 0;

@@ -23,8 +23,8 @@
 #include <stdint.h>
 
 #define MULTIPART_MAX_BOUNDARY 70   /* RFC 2046 */
-#define MULTIPART_MAX_HEADERS 8192  /* one part's header block, bytes */
-#define MULTIPART_MAX_PARTS 1000
+#define MULTIPART_MAX_HEADERS  8192 /* one part's header block, bytes */
+#define MULTIPART_MAX_PARTS    1000
 
 /* What a part's headers said. The strings live in the parser and stay
  * valid until the next part begins (or the parser is initialised again). */
@@ -58,7 +58,7 @@ struct multipart {
 	unsigned parts; /* parts begun */
 	int error;      /* 0, EINVAL, or what a callback returned */
 	size_t hlen;
-	char hdr[MULTIPART_MAX_HEADERS];     /* the header block being read */
+	char hdr[MULTIPART_MAX_HEADERS];      /* the header block being read */
 	char strs[MULTIPART_MAX_HEADERS + 4]; /* decoded name etc., NULs */
 	struct multipart_part part;
 	char err[160]; /* one line, "multipart: ...", when error is set */
@@ -76,7 +76,7 @@ int multipart_boundary(const char *content_type, char *out, size_t len);
  * with arg; cb and arg must outlive the parse. Returns 0, or EINVAL (reason
  * in p->err) for a boundary that multipart_boundary would refuse. */
 int multipart_init(struct multipart *p, const char *boundary,
-		   const struct multipart_callbacks *cb, void *arg);
+                   const struct multipart_callbacks *cb, void *arg);
 
 /* Parses len more bytes of the body. Returns 0; EINVAL with the reason in
  * p->err when the body is malformed or over a limit; or the non-zero value

@@ -14,8 +14,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 
 struct seen {
-	uint64_t hash;  /* FNV-1a over the events */
-	size_t data;    /* data bytes handed on */
+	uint64_t hash; /* FNV-1a over the events */
+	size_t data;   /* data bytes handed on */
 	unsigned parts;
 	int open;
 };
@@ -66,10 +66,10 @@ static int on_end(void *arg)
 	return 0;
 }
 
-static const struct multipart_callbacks cbs = { on_begin, on_data, on_end };
+static const struct multipart_callbacks cbs = {on_begin, on_data, on_end};
 
 static int run(const char *bnd, const uint8_t *body, size_t n, size_t step,
-	       struct seen *s, struct multipart *p)
+               struct seen *s, struct multipart *p)
 {
 	int rc;
 
@@ -77,7 +77,8 @@ static int run(const char *bnd, const uint8_t *body, size_t n, size_t step,
 	s->hash = 0xcbf29ce484222325ULL;
 	rc = multipart_init(p, bnd, &cbs, s);
 	for (size_t off = 0; !rc && off < n; off += step)
-		rc = multipart_feed(p, body + off, n - off < step ? n - off : step);
+		rc = multipart_feed(p, body + off,
+		                    n - off < step ? n - off : step);
 	if (!rc)
 		rc = multipart_finish(p);
 	if (rc && strncmp(p->err, "multipart: ", 11) != 0)
