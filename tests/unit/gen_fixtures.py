@@ -222,6 +222,10 @@ def main():
             ("other-2.0.dist-info/METADATA",
              b"Metadata-Version: 2.1\nName: other\nVersion: 2.0\n"),
         ] + WHEEL_FILES)),
+        ("zip_wrong_version", make_zip([
+            ("corp_lib-1.0.dist-info/METADATA",
+             METADATA.replace(b"Version: 1.0", b"Version: 1.1")),
+        ])),
         ("zip_empty", make_zip([])),
         ("zip_dup", make_zip([("a.txt", b"one"), ("a.txt", b"two")])),
         ("zip_sdist", make_zip([
