@@ -325,8 +325,68 @@ T(blob_evict)
 	remove_db(dir);
 }
 
+static void collect_token(const struct db_token *t, void *ctx)
+{
+	char *seen = ctx;
+
+	strncat(seen, t->id, 40);
+	strncat(seen, t->revoked ? "-" : "+", 2);
+}
+
+/* Tokens: put, get back field for field, a taken id refused, revoke
+ * (twice is fine, an unknown id is ENOENT), listed oldest first. */
+T(token_rows)
+{
+	char dir[] = "/tmp/larder-test-db-XXXXXX", seen[256] = "";
+	struct db_token t = {0}, got;
+	struct db *db = NULL;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp failed");
+		return;
+	}
+	CHECK_INT(db_open(dir, &db), 0);
+	snprintf(t.id, sizeof(t.id), "0123456789abcdef");
+	snprintf(t.index, sizeof(t.index), "root/private");
+	snprintf(t.actions, sizeof(t.actions), "upload,read");
+	snprintf(t.projects, sizeof(t.projects), "corp-* internal-?");
+	snprintf(t.salt, sizeof(t.salt), "%032d", 7);
+	snprintf(t.hash, sizeof(t.hash), "%064d", 9);
+	t.created = 2000;
+	t.expires = 5000;
+	snprintf(t.note, sizeof(t.note), "ci's token");
+	CHECK_INT(db_token_get(db, t.id, &got), ENOENT);
+	CHECK_INT(db_token_put(db, &t), 0);
+	CHECK_INT(db_token_put(db, &t), EEXIST);
+	CHECK_INT(db_token_get(db, t.id, &got), 0);
+	CHECK_STR(got.id, t.id);
+	CHECK_STR(got.index, "root/private");
+	CHECK_STR(got.actions, "upload,read");
+	CHECK_STR(got.projects, "corp-* internal-?");
+	CHECK_STR(got.salt, t.salt);
+	CHECK_STR(got.hash, t.hash);
+	CHECK_INT(got.created, 2000);
+	CHECK_INT(got.expires, 5000);
+	CHECK_INT(got.revoked, 0);
+	CHECK_STR(got.note, "ci's token");
+	/* a second, older one lists first */
+	snprintf(t.id, sizeof(t.id), "ffffffffffffffff");
+	t.created = 1000;
+	CHECK_INT(db_token_put(db, &t), 0);
+	CHECK_INT(db_token_revoke(db, "0123456789abcdef"), 0);
+	CHECK_INT(db_token_revoke(db, "0123456789abcdef"), 0);
+	CHECK_INT(db_token_revoke(db, "0000000000000000"), ENOENT);
+	CHECK_INT(db_token_get(db, "0123456789abcdef", &got), 0);
+	CHECK_INT(got.revoked, 1);
+	CHECK_INT(db_token_each(db, collect_token, seen), 0);
+	CHECK_STR(seen, "ffffffffffffffff+0123456789abcdef-");
+	db_close(db);
+	remove_db(dir);
+}
+
 int main(void)
 {
+	RUN(token_rows);
 	RUN(blob_evict);
 	RUN(blob_rows);
 	RUN(schema_2_upgrades);
