@@ -313,12 +313,12 @@ static int glob_match(const char *g, size_t gn, const char *name)
 	size_t star = (size_t)-1, resume = 0;
 
 	while (ni < nn) {
-		if (gi < gn && (g[gi] == '?' || g[gi] == name[ni])) {
-			gi++;
-			ni++;
-		} else if (gi < gn && g[gi] == '*') {
+		if (gi < gn && g[gi] == '*') {
 			star = gi++;
 			resume = ni;
+		} else if (gi < gn && (g[gi] == '?' || g[gi] == name[ni])) {
+			gi++;
+			ni++;
 		} else if (star != (size_t)-1) {
 			gi = star + 1;
 			ni = ++resume;

@@ -1,9 +1,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/route.h"
+#include "fcgi/auth.h"
 #include "fcgi/dispatch.h"
 #include "fcgi/oci.h"
 #include "fcgi/pypi.h"
@@ -52,6 +54,28 @@ static void count(const struct req *r)
 		stats_add(STATS_SERVED_BYTES, (uint64_t)r->bytes);
 }
 
+/* For a page or file of an index that needs a token to read: whether r
+ * may read it (else it is answered, and nothing is fetched for it). A
+ * file is of the project its name says (the file name itself when it
+ * says none: only a token for every project reads it). Returns 1 when
+ * refused. */
+static int read_refused(struct worker *w, struct req *r,
+			const struct route *rt)
+{
+	char project[NAMES_MAX_FILENAME + 1];
+
+	if (rt->kind == ROUTE_SIMPLE_LIST)
+		project[0] = '\0';
+	else if (rt->kind == ROUTE_SIMPLE_PROJECT)
+		snprintf(project, sizeof(project), "%s", rt->project);
+	else if (token_file_project(rt->filename, project, sizeof(project)))
+		snprintf(project, sizeof(project), "%s", rt->filename);
+	if (auth_allow(w, r, rt->index, rt->index, TOKEN_READ, project))
+		return 1;
+	r->private_index = 1;
+	return 0;
+}
+
 static void route(struct worker *w, struct req *r)
 {
 	static const char health[] = "ok larder " PACKAGE_VERSION "\n";
@@ -92,10 +116,14 @@ static void route(struct worker *w, struct req *r)
 	case ROUTE_SIMPLE_LIST:
 	case ROUTE_SIMPLE_PROJECT:
 		r->stat_kind = STATS_PAGE;
+		if (w->read_token[rt.index] && read_refused(w, r, &rt))
+			break;
 		pypi_simple(w, r, &rt);
 		break;
 	case ROUTE_FILE:
 		r->stat_kind = rt.metadata ? STATS_METADATA : STATS_FILE;
+		if (w->read_token[rt.index] && read_refused(w, r, &rt))
+			break;
 		pypi_file(w, r, &rt);
 		break;
 	}

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "fcgi/fetcher.h"
+#include "fcgi/send.h"
 #include "storage/blob.h"
 #include "storage/fill.h"
 #include "storage/tail.h"
@@ -81,8 +82,7 @@ static int send_headers(struct pump *p)
 	req_header(r, "Connection", "close");
 	if (*p->want->expect) {
 		req_header(r, "ETag", "\"%s\"", p->want->expect);
-		req_header(r, "Cache-Control",
-			   "public, max-age=31536000, immutable");
+		req_header(r, "Cache-Control", "%s", send_immutable(r));
 	}
 	return req_start(r, 200);
 }

@@ -9,6 +9,7 @@
  *   larder fsck [-c F] [--repair]  check the store
  *   larder gc [-c F] [--dry-run] [--max-size SIZE]  keep it in its budget
  *   larder warm ...              fill a running larder's cache
+ *   larder token add|list|revoke [-c F] ...  upload and read tokens
  *   larder --version
  */
 #include "config.h"
@@ -25,6 +26,7 @@
 #include "fcgi/loop.h"
 #include "fcgi/pool.h"
 #include "fcgi/serve.h"
+#include "fcgi/token_cmd.h"
 #include "fcgi/warm.h"
 #include "storage/blob.h"
 #include "storage/fsck.h"
@@ -41,6 +43,12 @@ static void usage(FILE *f)
 	      "       larder gc [-c FILE] [--dry-run] [--max-size SIZE]\n"
 	      "       larder warm [--url BASE] -r FILE ... | --image REF ... "
 	      "(larder warm -h)\n"
+	      "       larder token add [-c FILE] --index NAME --actions "
+	      "upload,yank,delete,read\n"
+	      "                        [--projects GLOB...] [--expires "
+	      "90d|never] [--note TEXT]\n"
+	      "       larder token list [-c FILE]\n"
+	      "       larder token revoke [-c FILE] ID\n"
 	      "       larder --version\n"
 	      "Started by a web server with a listening socket on fd 0, larder "
 	      "is a FastCGI\nworker; with GATEWAY_INTERFACE set, a CGI "
@@ -204,6 +212,36 @@ static int gc_cmd(int argc, char **argv)
 	return rc ? 2 : 0;
 }
 
+/* larder token add|list|revoke [-c FILE] ...: fcgi/token_cmd.h (-c may
+ * come anywhere after "token"). */
+static int token_main(int argc, char **argv)
+{
+	const char *path = NULL;
+	char *args[64];
+	struct conf c;
+	int n = 0, rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
+			path = argv[++i];
+		} else if (n < (int)(sizeof(args) / sizeof(args[0]))) {
+			args[n++] = argv[i];
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (load(&c, path))
+		return 2;
+	if (become_owner("token", c.data_dir)) {
+		conf_free(&c);
+		return 2;
+	}
+	rc = token_cmd(&c, n, args, stdout, stderr);
+	conf_free(&c);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct conf c;
@@ -229,6 +267,8 @@ int main(int argc, char **argv)
 		return gc_cmd(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "warm") == 0)
 		return warm_main(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "token") == 0)
+		return token_main(argc - 1, argv + 1);
 	if (argc > 1) {
 		usage(stderr);
 		return 2;

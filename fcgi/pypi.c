@@ -158,7 +158,7 @@ static void head_uncached(struct req *r, const struct fetcher_want *want)
 		req_header(r, "Content-Length", "%lld", size);
 	if (*want->expect) {
 		req_header(r, "ETag", "\"%s\"", want->expect);
-		req_header(r, "Cache-Control", SEND_IMMUTABLE);
+		req_header(r, "Cache-Control", "%s", send_immutable(r));
 	}
 	req_start(r, 200);
 }

@@ -31,6 +31,9 @@ struct req {
 	long long bytes;      /* body bytes sent */
 	const char *cache;    /* HIT, MISS, STALE, REVALIDATED or NULL */
 	int stat_kind;        /* enum stats_kind: what the metrics count it as */
+	int private_index;    /* of an index that needs a token to read: its
+	                         answers say Cache-Control: private and no
+	                         cache in front keeps them (fcgi/send.h) */
 	int started;          /* headers sent */
 	int ended;            /* complete before the handler returned */
 	int aborted;          /* connection broken on purpose */

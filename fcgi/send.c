@@ -153,6 +153,11 @@ static void handed_over(const struct conf *c, struct req *r,
 		r->bytes = to - from + 1;
 }
 
+const char *send_immutable(const struct req *r)
+{
+	return r->private_index ? SEND_PRIVATE_IMMUTABLE : SEND_IMMUTABLE;
+}
+
 int send_stored(struct worker *w, const char *sha256)
 {
 	lru_touch(sha256);
@@ -163,6 +168,7 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	      const struct send_opts *o)
 {
 	const struct conf *c = w->conf;
+	const char *cc = o->cache_control;
 	char rel[128];
 	int rc;
 
@@ -173,11 +179,18 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	lru_touch(sha256);
 	if (o->content_type)
 		req_header(r, "Content-Type", "%s", o->content_type);
-	if (o->cache_control)
-		req_header(r, "Cache-Control", "%s", o->cache_control);
+	/* an answer that needed a token is the client's alone: no shared
+	 * cache, and not the web server's (which would hand it to anyone) */
+	if (r->private_index)
+		cc = cc && !strcmp(cc, SEND_IMMUTABLE) ? SEND_PRIVATE_IMMUTABLE :
+							 "private";
+	if (cc)
+		req_header(r, "Cache-Control", "%s", cc);
 	if (o->expires)
 		req_header_date(r, "Expires", o->expires);
-	if (o->expires && o->front_cache) {
+	if (o->front_cache && r->private_index) {
+		req_header(r, "X-Accel-Expires", "0");
+	} else if (o->expires && o->front_cache) {
 		long long last = o->expires - 1; /* the last second fresh */
 
 		if (last >= (long long)time(NULL))

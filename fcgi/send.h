@@ -11,10 +11,20 @@
 /* The Cache-Control of what a name can only ever mean one thing by: a
  * file by its hash, a manifest or blob by its digest. */
 #define SEND_IMMUTABLE "public, max-age=31536000, immutable"
+/* The same for an index that needs a token to read: kept by the client
+ * alone, never by a shared cache. */
+#define SEND_PRIVATE_IMMUTABLE "private, max-age=31536000, immutable"
+
+/* The Cache-Control of a file of r's index: SEND_IMMUTABLE, or
+ * SEND_PRIVATE_IMMUTABLE when r->private_index. */
+const char *send_immutable(const struct req *r);
 
 struct send_opts {
 	const char *content_type;
-	const char *cache_control;  /* NULL: none */
+	const char *cache_control;  /* NULL: none (on a private_index
+	                               request: "private", and
+	                               SEND_IMMUTABLE becomes
+	                               SEND_PRIVATE_IMMUTABLE) */
 	long long expires;          /* unix seconds for Expires, 0: none */
 	int front_cache;            /* and X-Accel-Expires for nginx's cache,
 	                               which keeps an answer through the

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/token.h"
 #include "fcgi/worker.h"
 #include "storage/blob.h"
 #include "storage/flight.h"
@@ -21,6 +22,9 @@ int worker_open(struct worker *w, const struct conf *c, int cgi)
 	w->conf = c;
 	w->cgi = cgi;
 	w->hint.index = -1;
+	for (size_t i = 0; i < c->nindex && i < CONF_MAX_INDEXES; i++)
+		w->read_token[i] = (unsigned char)token_read_required(c,
+								      (int)i);
 	err = blob_init(c->data_dir);
 	if (!err) /* off when it fails: that is logged, and not fatal */
 		stats_open(c->data_dir);

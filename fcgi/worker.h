@@ -25,6 +25,9 @@ struct worker {
 	struct conn *conns;     /* FastCGI: the connections this worker holds */
 	struct conn *current;   /* the one whose request is being answered */
 	struct worker_hint hint;
+	/* per index: reading it needs a token (fcgi/auth.h), worked out
+	 * once, so that an anonymous index costs one look per request */
+	unsigned char read_token[CONF_MAX_INDEXES];
 };
 
 /* Sets up w for this process: data directory layout and the database.

@@ -181,6 +181,9 @@ T(globs)
 	CHECK_INT(token_globs_match("", "x"), 0);
 	CHECK_INT(token_globs_match("**", ""), 1);
 	CHECK_INT(token_globs_match("?", ""), 0);
+	/* a star is a wildcard even facing a star */
+	CHECK_INT(token_globs_match("*", "*a"), 1);
+	CHECK_INT(token_globs_match("a*", "a*b"), 1);
 }
 
 T(durations)

@@ -1,0 +1,80 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "fcgi/auth.h"
+
+/* Answers 401 with the challenge every client understands. */
+static int unauthorized(struct req *r, const char *reason)
+{
+	req_header(r, "WWW-Authenticate", "Basic realm=\"larder\"");
+	req_error(r, 401, reason);
+	return EACCES;
+}
+
+static int forbidden(struct req *r, const char *reason)
+{
+	req_error(r, 403, reason);
+	return EACCES;
+}
+
+int auth_allow(struct worker *w, struct req *r, int url_idx, int target_idx,
+	       unsigned action, const char *project)
+{
+	const struct conf *c = w->conf;
+	char id[TOKEN_ID_HEX + 1], secret[TOKEN_SECRET_HEX + 1];
+	char why[512], err[256];
+	struct db_token t;
+	unsigned mask;
+	int rc, idx;
+
+	rc = token_from_authorization(req_env(r, "HTTP_AUTHORIZATION"), id,
+				      secret);
+	if (rc == ENOENT)
+		return unauthorized(r, "credentials required");
+	if (rc)
+		return unauthorized(r, "bad credentials");
+	rc = db_token_get(w->db, id, &t);
+	if (rc == ENOENT)
+		return unauthorized(r, "bad credentials");
+	if (rc) {
+		req_error(r, 500, "cannot read the tokens");
+		return EACCES;
+	}
+	/* the secret first: nothing is said of a token to who lacks it */
+	if (!token_verify(t.salt, secret, t.hash))
+		return unauthorized(r, "bad credentials");
+	if (t.revoked)
+		return unauthorized(r, "token revoked");
+	if (t.expires && (long long)time(NULL) >= t.expires)
+		return unauthorized(r, "token expired");
+	if (token_actions_parse(t.actions, &mask, err, sizeof(err)) ||
+	    (mask & action) != action) {
+		snprintf(why, sizeof(why), "token lacks the %s action",
+			 token_action_name(action));
+		return forbidden(r, why);
+	}
+	idx = conf_index_find(c, t.index);
+	if (idx < 0 || !token_index_related(c, idx, url_idx) ||
+	    !token_index_related(c, idx, target_idx)) {
+		snprintf(why, sizeof(why), "token is for index %.100s, not "
+			 "%.100s", t.index,
+			 url_idx >= 0 && (size_t)url_idx < c->nindex ?
+			 c->index[url_idx].name : "this one");
+		return forbidden(r, why);
+	}
+	if (project && *project && !token_globs_match(t.projects, project)) {
+		snprintf(why, sizeof(why), "token does not cover project "
+			 "%.200s", project);
+		return forbidden(r, why);
+	}
+	return 0;
+}
+
+int auth_read_required(const struct conf *c, int idx)
+{
+	return token_read_required(c, idx);
+}
