@@ -339,6 +339,85 @@ static void route_file(struct route *r, const char *rest)
 	found(r, ROUTE_FILE);
 }
 
+/* Whether s is a version as a route takes it: PEP 440 characters only
+ * (letters, digits, . + ! _ -), 1 to ROUTE_MAX_VERSION of them. */
+static int version_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > ROUTE_MAX_VERSION)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || strchr(".+!_-", ch)))
+			return 0;
+	}
+	return 1;
+}
+
+/* rest is what follows "/{index}/+yank/", "+unyank/" or "+release/":
+ * {project}/{version}, and for a removal optionally /{filename}. */
+static void route_release(struct route *r, enum route_kind kind,
+			  const char *rest)
+{
+	const char *slash = strchr(rest, '/'), *vend;
+	char name[NAMES_MAX_PROJECT + 1];
+
+	if (!slash) {
+		fail(r, 404, "no such page");
+		return;
+	}
+	if (copy(name, sizeof(name), rest, (size_t)(slash - rest)) != 0 ||
+	    names_normalize(name, r->project, sizeof(r->project)) != 0) {
+		r->project[0] = '\0';
+		fail(r, 404, "no such project");
+		return;
+	}
+	rest = slash + 1;
+	vend = strchr(rest, '/');
+	if (!vend)
+		vend = rest + strlen(rest);
+	if (!version_ok(rest, (size_t)(vend - rest))) {
+		fail(r, 400, "bad version");
+		return;
+	}
+	memcpy(r->version, rest, (size_t)(vend - rest));
+	r->version[vend - rest] = '\0';
+	if (*vend && kind == ROUTE_REMOVE && vend[1]) {
+		if (copy(r->filename, sizeof(r->filename), vend + 1,
+			 strlen(vend + 1)) != 0 ||
+		    !names_is_filename(r->filename)) {
+			r->filename[0] = '\0';
+			fail(r, 400, "bad file name");
+			return;
+		}
+	} else if (*vend && vend[1]) {
+		fail(r, 404, "no such page");
+		return;
+	}
+	found(r, kind);
+}
+
+/* Whether the path takes method: the methods of each kind of route. */
+static int method_ok(struct route *r, const char *method)
+{
+	switch (r->kind) {
+	case ROUTE_UPLOAD:
+	case ROUTE_YANK:
+	case ROUTE_UNYANK:
+		r->allow = "POST";
+		break;
+	case ROUTE_REMOVE:
+		r->allow = "DELETE";
+		break;
+	default:
+		r->allow = "GET, HEAD";
+		return method && (strcmp(method, "GET") == 0 ||
+				  strcmp(method, "HEAD") == 0);
+	}
+	return method && strcmp(method, r->allow) == 0;
+}
+
 /*
  * Order of checks: the path's shape (400 "bad path"), then where it leads
  * (404, or 400 for a bad sha256 or file name), and only for a path that
@@ -382,13 +461,26 @@ void route_parse(const struct conf *c, const char *method, const char *path,
 		route_simple(r, index, rest + 8);
 	else if (strncmp(rest, "/files/", 7) == 0)
 		route_file(r, rest + 7);
+	else if (strcmp(rest, "/") == 0 || !*rest)
+		found(r, ROUTE_UPLOAD);
+	else if (strncmp(rest, "/+yank/", 7) == 0)
+		route_release(r, ROUTE_YANK, rest + 7);
+	else if (strncmp(rest, "/+unyank/", 9) == 0)
+		route_release(r, ROUTE_UNYANK, rest + 9);
+	else if (strncmp(rest, "/+release/", 10) == 0)
+		route_release(r, ROUTE_REMOVE, rest + 10);
 	else
 		fail(r, 404, "no such page");
 method:
 	if (r->kind == ROUTE_ERROR)
 		return;
-	if (!method || (strcmp(method, "GET") != 0 &&
-			strcmp(method, "HEAD") != 0)) {
+	if (r->kind == ROUTE_UPLOAD && method &&
+	    (!strcmp(method, "GET") || !strcmp(method, "HEAD"))) {
+		/* the index root is only an upload URL (for now) */
+		fail(r, 404, "no such page");
+		return;
+	}
+	if (!method_ok(r, method)) {
 		r->location[0] = '\0';
 		fail(r, 405, "method not allowed");
 	}

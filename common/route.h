@@ -7,6 +7,9 @@
  *   /{index}/simple/{project}/            project page
  *   /{index}/files/{sha256}/{filename}    a file
  *   /{index}/files/{sha256}/{filename}.metadata   its PEP 658 metadata
+ *   POST /{index}/                        an upload (legacy API)
+ *   POST /{index}/+yank/{project}/{version}, .../+unyank/...
+ *   DELETE /{index}/+release/{project}/{version}[/{filename}]
  * where {index} is a configured index name, which may itself contain '/'
  * ("root/pypi"); the longest configured name that matches wins.
  */
@@ -30,7 +33,15 @@ enum route_kind {
 	ROUTE_SIMPLE_LIST,
 	ROUTE_SIMPLE_PROJECT,
 	ROUTE_FILE,
+	ROUTE_UPLOAD,         /* POST /{index}/ */
+	ROUTE_YANK,           /* POST /{index}/+yank/{project}/{version} */
+	ROUTE_UNYANK,         /* POST /{index}/+unyank/{project}/{version} */
+	ROUTE_REMOVE,         /* DELETE /{index}/+release/{project}/{version}
+	                         with filename "" for the whole release */
 };
+
+/* The longest version a route takes. */
+#define ROUTE_MAX_VERSION 127
 
 struct route {
 	enum route_kind kind;
@@ -42,6 +53,9 @@ struct route {
 	char filename[NAMES_MAX_FILENAME + 1]; /* without ".metadata" */
 	int metadata;               /* 1 for the .metadata sibling */
 	char location[ROUTE_MAX_PATH];         /* ROUTE_REDIRECT */
+	char version[ROUTE_MAX_VERSION + 1];   /* yank, unyank, remove */
+	const char *allow;          /* the methods the path takes: for a 405's
+	                               Allow header */
 };
 
 /* Works out the path larder was asked for, relative to where it is mounted,
@@ -58,7 +72,8 @@ int route_request_path(const char *script_name, const char *path_info,
 /* Routes a decoded path (from route_request_path) for method ("GET",
  * "HEAD", ...). Any "." or ".." segment, empty segment inside a name,
  * bad sha256 or unsafe file name is a 400 or 404; unknown index 404; a
- * method other than GET or HEAD 405. A project name that is not normalised,
+ * method the path does not take (GET and HEAD for reads, POST for uploads,
+ * yanks and unyanks, DELETE for removals) 405, with allow set. A project name that is not normalised,
  * or a directory path without its trailing '/', is a ROUTE_REDIRECT to the
  * canonical path. Always returns with r filled in. */
 void route_parse(const struct conf *c, const char *method, const char *path,

@@ -17,6 +17,25 @@ extern char **environ;
 
 #define MAX_HEADERS (16 * 1024)
 
+ssize_t req_read_body(struct req *r, void *p, size_t n)
+{
+	ssize_t got;
+
+	if (r->conn) /* FastCGI: the records say where the body ends */
+		return conn_read_body(r->conn, p, n);
+	if (r->body_left <= 0)
+		return 0;
+	if ((long long)n > r->body_left)
+		n = (size_t)r->body_left;
+	do
+		got = read(STDIN_FILENO, p, n);
+	while (got < 0 && errno == EINTR);
+	if (got <= 0)
+		return -1; /* a CGI body shorter than its Content-Length */
+	r->body_left -= got;
+	return got;
+}
+
 int req_init(struct req *r, struct conn *conn)
 {
 	const char *m;
@@ -32,6 +51,10 @@ int req_init(struct req *r, struct conn *conn)
 	r->query = req_env(r, "QUERY_STRING");
 	if (!r->query)
 		r->query = "";
+	m = req_env(r, "CONTENT_LENGTH");
+	r->body_left = m ? strtoll(m, NULL, 10) : 0;
+	if (r->body_left < 0)
+		r->body_left = 0;
 	return route_request_path(req_env(r, "SCRIPT_NAME"),
 				  req_env(r, "PATH_INFO"),
 				  req_env(r, "REQUEST_URI"), r->path,

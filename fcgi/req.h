@@ -38,6 +38,8 @@ struct req {
 	int ended;            /* complete before the handler returned */
 	int aborted;          /* connection broken on purpose */
 	int write_failed;     /* the client went away */
+	long long body_left;  /* request body bytes not read yet (CGI:
+	                         from CONTENT_LENGTH) */
 	struct buf hdr;       /* headers waiting for req_start */
 	struct timespec t0;
 	struct timespec t_end; /* when req_end() ended it */
@@ -64,6 +66,10 @@ const char *req_env(const struct req *r, const char *name);
  * type, and nginx passes each on), as one list. Returns 0 or an errno
  * from buf. */
 int req_env_joined(const struct req *r, const char *name, struct buf *out);
+
+/* Reads up to n bytes of the request body into p. Returns how many, 0 at
+ * its end, or -1 when the client or web server went away before it. */
+ssize_t req_read_body(struct req *r, void *p, size_t n);
 
 /* Adds a response header; dropped silently when the value holds CR or LF.
  * Returns 0 or an errno from buf. */

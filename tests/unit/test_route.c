@@ -392,8 +392,63 @@ T(parse_methods)
 	CHECK_INT(r.status, 404);
 	route_parse(&c, "POST", "/pypi/simple/-x/", &r);
 	CHECK_INT(r.status, 404);
-	route_parse(&c, "POST", "/pypi/", &r);
+	/* the index root takes only uploads */
+	route_parse(&c, "GET", "/pypi/", &r);
 	CHECK_INT(r.status, 404);
+}
+
+T(parse_uploads_and_releases)
+{
+	struct conf c;
+	struct route r;
+
+	make_conf(&c);
+	route_parse(&c, "POST", "/root/pypi/", &r);
+	CHECK_INT(r.kind, ROUTE_UPLOAD);
+	CHECK_INT(r.index, 1);
+	route_parse(&c, "POST", "/pypi", &r);
+	CHECK_INT(r.kind, ROUTE_UPLOAD);
+	CHECK_INT(r.index, 0);
+	route_parse(&c, "PUT", "/pypi/", &r);
+	CHECK_INT(r.status, 405);
+	CHECK_STR(r.allow, "POST");
+
+	route_parse(&c, "POST", "/pypi/+yank/Corp_Lib/1.0rc1", &r);
+	CHECK_INT(r.kind, ROUTE_YANK);
+	CHECK_STR(r.project, "corp-lib");
+	CHECK_STR(r.version, "1.0rc1");
+	route_parse(&c, "POST", "/pypi/+unyank/corp-lib/2!1.0+local.7", &r);
+	CHECK_INT(r.kind, ROUTE_UNYANK);
+	CHECK_STR(r.version, "2!1.0+local.7");
+	route_parse(&c, "GET", "/pypi/+yank/corp-lib/1.0", &r);
+	CHECK_INT(r.status, 405);
+	CHECK_STR(r.allow, "POST");
+	route_parse(&c, "POST", "/pypi/+yank/corp-lib/1.0/x.whl", &r);
+	CHECK_INT(r.status, 404);
+	route_parse(&c, "POST", "/pypi/+yank/corp-lib", &r);
+	CHECK_INT(r.status, 404);
+	route_parse(&c, "POST", "/pypi/+yank/corp-lib/1 0", &r);
+	CHECK_INT(r.status, 400);
+	CHECK_STR(r.reason, "bad version");
+	route_parse(&c, "POST", "/pypi/+yank/-/1.0", &r);
+	CHECK_INT(r.status, 404);
+
+	route_parse(&c, "DELETE", "/pypi/+release/corp-lib/1.0", &r);
+	CHECK_INT(r.kind, ROUTE_REMOVE);
+	CHECK_STR(r.filename, "");
+	route_parse(&c, "DELETE",
+		    "/pypi/+release/corp-lib/1.0/corp_lib-1.0-py3-none-any.whl",
+		    &r);
+	CHECK_INT(r.kind, ROUTE_REMOVE);
+	CHECK_STR(r.filename, "corp_lib-1.0-py3-none-any.whl");
+	route_parse(&c, "DELETE", "/pypi/+release/corp-lib/1.0/..x", &r);
+	CHECK_INT(r.status, 400);
+	route_parse(&c, "POST", "/pypi/+release/corp-lib/1.0", &r);
+	CHECK_INT(r.status, 405);
+	CHECK_STR(r.allow, "DELETE");
+	/* reads say what they take */
+	route_parse(&c, "POST", "/pypi/simple/", &r);
+	CHECK_STR(r.allow, "GET, HEAD");
 }
 
 T(parse_long_names)
@@ -921,6 +976,7 @@ int main(void)
 	RUN(parse_overlong_location);
 	RUN(request_path_servers);
 	RUN(request_path_decoding);
+	RUN(parse_uploads_and_releases);
 	RUN(request_path_rejects);
 	RUN(request_path_lengths);
 	RUN(end_to_end_traversal);
