@@ -107,6 +107,8 @@ static const char *const sql[S_COUNT] = {
 		       " WHERE idx = ?1 AND sha256 = ?2 AND filename = ?3",
 	[S_FILE_SET_META] = "UPDATE files SET meta_sha = ?2"
 			    " WHERE sha256 = ?1 AND meta_sha = ''",
+	[S_FILE_DELETE] = "DELETE FROM files"
+			  " WHERE idx = ?1 AND sha256 = ?2 AND filename = ?3",
 	[S_FLIGHT_INSERT] = "INSERT OR IGNORE INTO flights"
 			    " (key, tmp, pid, started, size)"
 			    " VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -131,7 +133,9 @@ static const char *const sql[S_COUNT] = {
 	[S_GARBAGE_DELETE] = "DELETE FROM garbage WHERE sha256 = ?1",
 	[S_REFS] = "SELECT (SELECT count(*) FROM pages"
 		   " WHERE json_sha = ?1 OR html_sha = ?1)"
-		   " + (SELECT count(*) FROM oci_refs WHERE sha256 = ?1)",
+		   " + (SELECT count(*) FROM oci_refs WHERE sha256 = ?1)"
+		   " + (SELECT count(*) FROM hosted WHERE sha256 = ?1)"
+		   " + (SELECT count(*) FROM hosted WHERE meta_sha = ?1)",
 	[S_OCI_REF_GET] = "SELECT status, sha256, media_type, etag,"
 			  " fetched_at, ttl FROM oci_refs"
 			  " WHERE registry = ?1 AND name = ?2 AND ref = ?3",

@@ -108,6 +108,10 @@ int db_file_put(struct db *db, const char *index, const char *sha256,
 int db_file_get(struct db *db, const char *index, const char *sha256,
 		const char *filename, struct db_file *f);
 
+/* Forgets that index listed (sha256, filename). Returns 0 or EIO. */
+int db_file_delete(struct db *db, const char *index, const char *sha256,
+		   const char *filename);
+
 /* Sets the metadata hash of every row for the file sha256 where it was
  * unknown (the sibling was advertised without one). Returns 0 or EIO. */
 int db_file_set_meta(struct db *db, const char *sha256, const char *meta_sha);
@@ -175,9 +179,9 @@ int db_garbage_due(struct db *db, long long before, char (*sha)[65],
 /* Drops the garbage note of sha256. Returns 0 or EIO. */
 int db_garbage_delete(struct db *db, const char *sha256);
 
-/* Counts the rows that name sha256 as a body of theirs: page renderings
- * and registry refs (what a replaced one may still be). Returns 0 or
- * EIO. */
+/* Counts the rows that name sha256 as a body of theirs: page renderings,
+ * registry refs and hosted files (what a replaced one may still be).
+ * Returns 0 or EIO. */
 int db_refs(struct db *db, const char *sha256, long *count);
 
 /* Calls fn for each of the n blobs in sha that nothing names: no page

@@ -158,6 +158,17 @@ int db_file_get(struct db *db, const char *index, const char *sha256,
 	return 0;
 }
 
+int db_file_delete(struct db *db, const char *index, const char *sha256,
+		   const char *filename)
+{
+	sqlite3_stmt *st = db_stmt(db, S_FILE_DELETE);
+
+	BIND_TEXT(st, 1, index);
+	BIND_TEXT(st, 2, sha256);
+	BIND_TEXT(st, 3, filename);
+	return db_run(db, st, "file delete");
+}
+
 int db_file_set_meta(struct db *db, const char *sha256, const char *meta_sha)
 {
 	sqlite3_stmt *st = db_stmt(db, S_FILE_SET_META);
