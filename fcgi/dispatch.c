@@ -7,9 +7,11 @@
 #include "common/route.h"
 #include "fcgi/auth.h"
 #include "fcgi/dispatch.h"
+#include "fcgi/hosted.h"
 #include "fcgi/oci.h"
 #include "fcgi/pypi.h"
 #include "fcgi/status.h"
+#include "fcgi/upload.h"
 #include "storage/stats.h"
 
 static void redirect(struct worker *w, struct req *r, const char *location)
@@ -93,7 +95,7 @@ static void route(struct worker *w, struct req *r)
 	switch (rt.kind) {
 	case ROUTE_ERROR:
 		if (rt.status == 405)
-			req_header(r, "Allow", "GET, HEAD");
+			req_header(r, "Allow", "%s", rt.allow);
 		req_error(r, rt.status, rt.reason);
 		break;
 	case ROUTE_REDIRECT:
@@ -125,6 +127,14 @@ static void route(struct worker *w, struct req *r)
 		if (w->read_token[rt.index] && read_refused(w, r, &rt))
 			break;
 		pypi_file(w, r, &rt);
+		break;
+	case ROUTE_UPLOAD:
+		upload_serve(w, r, &rt);
+		break;
+	case ROUTE_YANK:
+	case ROUTE_UNYANK:
+	case ROUTE_REMOVE:
+		hosted_serve(w, r, &rt);
 		break;
 	}
 }

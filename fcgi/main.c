@@ -10,6 +10,8 @@
  *   larder gc [-c F] [--dry-run] [--max-size SIZE]  keep it in its budget
  *   larder warm ...              fill a running larder's cache
  *   larder token add|list|revoke [-c F] ...  upload and read tokens
+ *   larder yank|unyank|remove INDEX PROJECT VERSION ...   a hosted
+ *                                index's releases
  *   larder --version
  */
 #include "config.h"
@@ -23,6 +25,7 @@
 
 #include "common/conf.h"
 #include "fcgi/cmd.h"
+#include "fcgi/hosted_cmd.h"
 #include "fcgi/loop.h"
 #include "fcgi/pool.h"
 #include "fcgi/serve.h"
@@ -49,6 +52,11 @@ static void usage(FILE *f)
 	      "90d|never] [--note TEXT]\n"
 	      "       larder token list [-c FILE]\n"
 	      "       larder token revoke [-c FILE] ID\n"
+	      "       larder yank [-c FILE] INDEX PROJECT VERSION "
+	      "[--reason TEXT]\n"
+	      "       larder unyank [-c FILE] INDEX PROJECT VERSION\n"
+	      "       larder remove [-c FILE] [--force] INDEX PROJECT VERSION "
+	      "[FILENAME]\n"
 	      "       larder --version\n"
 	      "Started by a web server with a listening socket on fd 0, larder "
 	      "is a FastCGI\nworker; with GATEWAY_INTERFACE set, a CGI "
@@ -231,9 +239,9 @@ static int token_main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (load(&c, path))
+	if (cmd_load(&c, path))
 		return 2;
-	if (become_owner("token", c.data_dir)) {
+	if (cmd_become_owner("token", c.data_dir)) {
 		conf_free(&c);
 		return 2;
 	}
@@ -269,6 +277,10 @@ int main(int argc, char **argv)
 		return warm_main(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "token") == 0)
 		return token_main(argc - 1, argv + 1);
+	if (argc >= 2 && (strcmp(argv[1], "yank") == 0 ||
+			  strcmp(argv[1], "unyank") == 0 ||
+			  strcmp(argv[1], "remove") == 0))
+		return hosted_cmd(argc - 1, argv + 1);
 	if (argc > 1) {
 		usage(stderr);
 		return 2;

@@ -1,0 +1,64 @@
+/* hosted: the files uploaded to a hosted index, and its pages.
+ *
+ * A hosted index's pages are rows of the pages table like a cache index's,
+ * always fresh: they are rendered again, in the transaction that changes
+ * the files, on every upload, yank, unyank and removal. So a warm hosted
+ * page costs what a warm cache page does. Its files are listed in the
+ * files table with no upstream URL: the store holds the only copy, which
+ * eviction never takes (storage/db_blob.c).
+ */
+#ifndef LARDER_HOSTED_H
+#define LARDER_HOSTED_H
+
+#include <stddef.h>
+
+#include "common/route.h"
+#include "fcgi/req.h"
+#include "fcgi/worker.h"
+#include "storage/db.h"
+
+/* How long a hosted page is fresh: as good as forever. */
+#define HOSTED_TTL (10L * 365 * 24 * 3600)
+
+/* Renders the page of project ("" for the project list) of the hosted
+ * index at position idx from its rows again, in a transaction of its own:
+ * for a page whose rendering went missing from the store. Returns 0, or
+ * an errno with a one-line reason in err. */
+int hosted_render(struct worker *w, int idx, const char *project, char *err,
+		  size_t errlen);
+
+/* Publishes h, whose file (and core metadata, when h->meta_sha is set) is
+ * in the store already, in the hosted index at position idx: its row, its
+ * listing, and its project's page and the project list rendered again, in
+ * one transaction. The same file name with the same bytes changes nothing
+ * (*changed 0); with other bytes it replaces the file on a volatile index
+ * and is EEXIST on any other. Returns 0, EEXIST, or an errno, with a
+ * one-line reason in err. */
+int hosted_publish(struct worker *w, int idx, const struct db_hosted *h,
+		   int *changed, char *err, size_t errlen);
+
+/* Yanks (yanked 1, with reason, which may be "") or unyanks every file of
+ * project's version in the hosted index at position idx. Returns 0, ENOENT
+ * when there is no such release, or an errno, with a reason in err. */
+int hosted_yank(struct worker *w, int idx, const char *project,
+		const char *version, int yanked, const char *reason, char *err,
+		size_t errlen);
+
+/* Removes a file (filename) or, with filename "", every file of project's
+ * version from the hosted index at position idx. Returns 0, ENOENT, or an
+ * errno, with a reason in err. The blobs become garbage, collected after
+ * gc_grace unless something else names them. */
+int hosted_remove(struct worker *w, int idx, const char *project,
+		  const char *version, const char *filename, char *err,
+		  size_t errlen);
+
+/* The hosted index an upload or release change addressed to the index at
+ * position idx acts on: idx itself when it is hosted, the first hosted
+ * layer (depth-first) of a virtual one, else -1. */
+int hosted_target(const struct conf *c, int idx);
+
+/* Answers POST .../+yank/..., .../+unyank/... and DELETE .../+release/...
+ * (routes ROUTE_YANK, ROUTE_UNYANK, ROUTE_REMOVE) for a token holder. */
+void hosted_serve(struct worker *w, struct req *r, const struct route *rt);
+
+#endif
