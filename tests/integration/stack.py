@@ -625,12 +625,16 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
             add_header X-Larder-Cache $larder_page_cache;
         }}
 
+        # uploads: up to a hosted index's max_upload_size, streamed to
+        # larder as they arrive instead of spooled to a file first
         location / {{
             include /etc/nginx/fastcgi_params;
             fastcgi_param SCRIPT_NAME "";
             fastcgi_param PATH_INFO "";
             fastcgi_keep_conn {keep};
             fastcgi_pass larder;
+            client_max_body_size 1g;
+            fastcgi_request_buffering off;
         }}
     }}""".format(port=port, server=server, keep="on" if keep_conn else "off",
                  prefix=prefix, data_dir=data_dir.rstrip("/")), workers)

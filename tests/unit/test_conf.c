@@ -1916,7 +1916,8 @@ T(man_page)
 			unroff(ex);
 			CHECK_INT(parse(&c, ex), 0);
 			CHECK_STR(errbuf, "");
-			CHECK_INT(c.nindex, 3);
+			CHECK_INT(c.nindex, 4);
+			CHECK_INT(c.index[3].policy, CONF_POLICY_PRIVATE_FIRST);
 			CHECK_INT(c.sendfile, CONF_SENDFILE_XSENDFILE);
 			CHECK_INT(c.nregistry, 2);
 			CHECK_INT(conf_registry_default(&c), 0);
