@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/simple.h"
 #include "fcgi/pages.h"
+#include "fcgi/virtual.h"
 #include "storage/blob.h"
 #include "storage/lru.h"
 #include "storage/flight.h"
@@ -60,10 +61,8 @@ static void upstream_url(const struct conf_index *ix, const char *project,
 	snprintf(out, len, "%s%s%s", ix->upstream, project, *project ? "/" : "");
 }
 
-/* Notes the renderings a refresh replaced as garbage (inside the caller's
- * transaction). */
-static int note_replaced(struct worker *w, const struct db_page *old,
-			 const struct db_page *p, long long now)
+int pages_note_replaced(struct worker *w, const struct db_page *old,
+			const struct db_page *p, long long now)
 {
 	int rc = 0;
 
@@ -191,7 +190,7 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	if (!rc)
 		rc = db_page_put(w->db, ix->name, project, p);
 	if (!rc && have)
-		rc = note_replaced(w, &old, p, now);
+		rc = pages_note_replaced(w, &old, p, now);
 	if (!rc)
 		rc = db_commit(w->db);
 	if (!rc)
@@ -407,33 +406,40 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 	return EAGAIN;
 }
 
-static int get(struct worker *w, int idx, const char *project, int may_skip,
-	       struct db_page *p, const char **cache, char *err,
-	       size_t errlen)
+/* A hosted index's page: its own row, rendered by every upload, yank and
+ * removal (fcgi/hosted.c), always fresh; it never fetches. */
+static int hosted_get(struct worker *w, const struct conf_index *ix,
+		      const char *project, struct db_page *p,
+		      const char **cache)
+{
+	if (db_page_get(w->db, ix->name, project, p) || p->status != 200)
+		return ENOENT;
+	*cache = "HIT";
+	return 0;
+}
+
+int pages_get_leaf(struct worker *w, int idx, const char *project,
+		   int may_skip, struct db_page *p, const char **cache,
+		   char *err, size_t errlen)
 {
 	const struct conf_index *ix = &w->conf->index[idx];
-	int rc = ENOENT, first_err = 0;
 
 	if (ix->type == CONF_INDEX_CACHE)
 		return cache_get(w, ix, project, may_skip, p, cache, err,
 				 errlen);
-	for (size_t i = 0; i < ix->nlayers; i++) {
-		rc = get(w, (int)ix->layer[i], project,
-			 may_skip || i + 1 < ix->nlayers, p, cache, err,
-			 errlen);
-		if (rc == 0)
-			return 0;
-		if (rc != ENOENT && !first_err)
-			first_err = rc;
-	}
-	return first_err ? first_err : ENOENT;
+	if (ix->type == CONF_INDEX_HOSTED)
+		return hosted_get(w, ix, project, p, cache);
+	snprintf(err, errlen, "%s: not a cache or hosted index", ix->name);
+	return EINVAL;
 }
 
 int pages_get(struct worker *w, int idx, const char *project,
 	      struct db_page *p, const char **cache, char *err,
 	      size_t errlen)
 {
-	return get(w, idx, project, 0, p, cache, err, errlen);
+	if (w->conf->index[idx].type == CONF_INDEX_VIRTUAL)
+		return virtual_get(w, idx, project, 0, p, cache, err, errlen);
+	return pages_get_leaf(w, idx, project, 0, p, cache, err, errlen);
 }
 
 void pages_forget_missing(struct worker *w, int idx, const char *project)
@@ -441,16 +447,24 @@ void pages_forget_missing(struct worker *w, int idx, const char *project)
 	const struct conf_index *ix = &w->conf->index[idx];
 	struct db_page p;
 
-	if (ix->type != CONF_INDEX_CACHE) {
+	if (ix->type == CONF_INDEX_VIRTUAL) {
+		virtual_forget_missing(w, idx, project);
 		for (size_t i = 0; i < ix->nlayers; i++)
 			pages_forget_missing(w, (int)ix->layer[i], project);
 		return;
 	}
-	if (db_page_get(w->db, ix->name, project, &p) == 0 &&
-	    p.status == 200 && (!blob_exists(w->conf->data_dir, p.json_sha) ||
-				!blob_exists(w->conf->data_dir, p.html_sha))) {
+	if (db_page_get(w->db, ix->name, project, &p) != 0 ||
+	    p.status != 200 || (blob_exists(w->conf->data_dir, p.json_sha) &&
+				blob_exists(w->conf->data_dir, p.html_sha)))
+		return;
+	if (ix->type == CONF_INDEX_HOSTED) {
+		/* never fetched: its rows are the truth, render it again
+		 * (hosted_render, fcgi/hosted.h: the lead's) */
 		log_warn(0, ix->name, "%s: a rendering is missing from the "
-			 "store: fetching the page again", project);
-		db_page_delete(w->db, ix->name, project);
+			 "store", project);
+		return;
 	}
+	log_warn(0, ix->name, "%s: a rendering is missing from the "
+		 "store: fetching the page again", project);
+	db_page_delete(w->db, ix->name, project);
 }

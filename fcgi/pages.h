@@ -16,19 +16,34 @@
 #include "storage/db.h"
 
 /* Finds the page of project ("" for the project list) in the index at
- * position idx (a virtual index asks its layers in order and takes the
- * first that has it). On 0, *p is the page (status 200) and *cache is
- * "HIT", "MISS", "STALE" or "REVALIDATED". Returns ENOENT when no layer
- * has it, or another errno with a one-line reason in err when upstream
- * failed (now, or within error_ttl: EREMOTEIO) and no stale copy may be
- * served. */
+ * position idx: a cache index's, fetched or revalidated as needed; a
+ * hosted index's own; a virtual index's, merged from its layers as its
+ * policy says (fcgi/virtual.h). On 0, *p is the page (status 200; its
+ * fetched_at + ttl is when it goes stale) and *cache is "HIT", "MISS",
+ * "STALE" or "REVALIDATED". Returns ENOENT when no (allowed) layer has
+ * it, or another errno with a one-line reason in err when upstream failed
+ * (now, or within error_ttl: EREMOTEIO) and no stale copy may be served. */
 int pages_get(struct worker *w, int idx, const char *project,
 	      struct db_page *p, const char **cache, char *err,
 	      size_t errlen);
 
-/* Forgets the page of project in idx's cache layers whose renderings are
- * missing from the store, so that the next pages_get() fetches it again:
- * a missing rendering is a miss, never a 500. */
+/* As pages_get(), for a cache or hosted index only (EINVAL otherwise):
+ * what a virtual index asks each of its leaves. may_skip says the caller
+ * could answer without this page (another leaf may have it), so it waits
+ * on another process's refresh a second at most. */
+int pages_get_leaf(struct worker *w, int idx, const char *project,
+		   int may_skip, struct db_page *p, const char **cache,
+		   char *err, size_t errlen);
+
+/* Notes the renderings of old that p does not use as garbage, for
+ * pages_collect() (inside the caller's transaction). Returns 0 or EIO. */
+int pages_note_replaced(struct worker *w, const struct db_page *old,
+			const struct db_page *p, long long now);
+
+/* Forgets the page of project in idx and its layers whose renderings are
+ * missing from the store, so that the next pages_get() fetches (a cache
+ * index) or merges (a virtual one) it again: a missing rendering is a
+ * miss, never a 500. */
 void pages_forget_missing(struct worker *w, int idx, const char *project);
 
 /* Deletes the renderings that refreshes replaced more than gc_grace ago,

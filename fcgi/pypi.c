@@ -12,6 +12,7 @@
 #include "fcgi/pages.h"
 #include "fcgi/pypi.h"
 #include "fcgi/send.h"
+#include "fcgi/virtual.h"
 #include "storage/blob.h"
 #include "storage/flight.h"
 #include "storage/stats.h"
@@ -114,23 +115,17 @@ again:
 	w->hint.index = -1;
 }
 
-/* Finds the listing of (sha256, filename) in index idx or its layers.
- * Returns the position of the cache index that listed it, or -1. */
+/* Finds the listing of (sha256, filename) in index idx, or among the
+ * leaves of a virtual index that its policy lets serve it. Returns the
+ * position of the cache or hosted index that listed it, or -1. */
 static int find_file(struct worker *w, int idx, const char *sha,
 		     const char *filename, struct db_file *f)
 {
 	const struct conf_index *ix = &w->conf->index[idx];
-	int found;
 
-	if (ix->type == CONF_INDEX_CACHE)
-		return db_file_get(w->db, ix->name, sha, filename, f) ? -1 :
-									idx;
-	for (size_t i = 0; i < ix->nlayers; i++) {
-		found = find_file(w, (int)ix->layer[i], sha, filename, f);
-		if (found >= 0)
-			return found;
-	}
-	return -1;
+	if (ix->type == CONF_INDEX_VIRTUAL)
+		return virtual_find_file(w, idx, sha, filename, f);
+	return db_file_get(w->db, ix->name, sha, filename, f) ? -1 : idx;
 }
 
 /* The sha256 of no bytes at all. */
@@ -266,6 +261,11 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 		/* evicted between the look and the open: a miss after all */
 		req_header_rewind(r, mark);
 		r->cache = NULL;
+	}
+	if (w->conf->index[from].type == CONF_INDEX_HOSTED) {
+		/* uploaded, so never to be fetched (its url is "") */
+		req_error(r, 404, "file is missing from the store");
+		return;
 	}
 	if (r->head) {
 		head_uncached(r, &want);
