@@ -270,6 +270,8 @@ def main():
                                 gz(tar_bytes([(longname, b"x")] + sdist,
                                              tarfile.GNU_FORMAT)))]:
         os.makedirs(os.path.join(root, target), exist_ok=True)
+        if target == "tarscan":
+            data = b"\x09" + data  # fuzz_tarscan: the chunk size first
         with open(os.path.join(root, target, name), "wb") as f:
             f.write(data)
 
