@@ -20,23 +20,23 @@ struct field {
 };
 
 static const struct field fields[] = {
-	{"Metadata-Version", offsetof(struct coremeta, metadata_version),
-	 sizeof(((struct coremeta *)0)->metadata_version), 0},
-	{"Name", offsetof(struct coremeta, name),
-	 sizeof(((struct coremeta *)0)->name), 0},
-	{"Version", offsetof(struct coremeta, version),
-	 sizeof(((struct coremeta *)0)->version), 0},
-	{"Requires-Python", offsetof(struct coremeta, requires_python),
-	 sizeof(((struct coremeta *)0)->requires_python), 0},
-	{"Summary", offsetof(struct coremeta, summary),
-	 sizeof(((struct coremeta *)0)->summary), 1},
+    {"Metadata-Version", offsetof(struct coremeta, metadata_version),
+     sizeof(((struct coremeta *)0)->metadata_version), 0},
+    {"Name", offsetof(struct coremeta, name),
+     sizeof(((struct coremeta *)0)->name), 0},
+    {"Version", offsetof(struct coremeta, version),
+     sizeof(((struct coremeta *)0)->version), 0},
+    {"Requires-Python", offsetof(struct coremeta, requires_python),
+     sizeof(((struct coremeta *)0)->requires_python), 0},
+    {"Summary", offsetof(struct coremeta, summary),
+     sizeof(((struct coremeta *)0)->summary), 1},
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
 /* Appends the n bytes at s to the value dst (size bytes, *len used),
  * marking *over when they do not fit. */
-static void append(char *dst, size_t size, size_t *len, const char *s,
-                   size_t n, int *over)
+static void append(char *dst, size_t size, size_t *len, const char *s, size_t n,
+                   int *over)
 {
 	if (*len + n >= size) {
 		*over = 1;
@@ -66,8 +66,8 @@ static void trim(char *s, size_t *len, int over)
 	s[*len] = '\0';
 }
 
-int coremeta_parse(const char *buf, size_t len, struct coremeta *m,
-                   char *err, size_t errlen)
+int coremeta_parse(const char *buf, size_t len, struct coremeta *m, char *err,
+                   size_t errlen)
 {
 	size_t pos = 0, line = 0, vlen = 0;
 	int cur = -1, over = 0, seen[NFIELDS] = {0};
@@ -91,7 +91,8 @@ int coremeta_parse(const char *buf, size_t len, struct coremeta *m,
 		n = end > 0 && s[end - 1] == '\r' ? end - 1 : end;
 		line++;
 		if (pos > COREMETA_MAX_HEADERS) {
-			snprintf(err, errlen, "metadata headers exceed %d bytes",
+			snprintf(err, errlen,
+			         "metadata headers exceed %d bytes",
 			         COREMETA_MAX_HEADERS);
 			return EINVAL;
 		}
@@ -131,8 +132,8 @@ int coremeta_parse(const char *buf, size_t len, struct coremeta *m,
 			    strncasecmp(s, fields[i].key, kl) != 0)
 				continue;
 			if (seen[i]++) {
-				snprintf(err, errlen,
-				         "metadata has %s twice", fields[i].key);
+				snprintf(err, errlen, "metadata has %s twice",
+				         fields[i].key);
 				return EINVAL;
 			}
 			cur = (int)i;

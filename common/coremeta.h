@@ -11,8 +11,8 @@
 #include "common/names.h"
 
 #define COREMETA_MAX_REQUIRES_PYTHON 256
-#define COREMETA_MAX_SUMMARY 512
-#define COREMETA_MAX_HEADERS (1 << 20) /* bytes before the body */
+#define COREMETA_MAX_SUMMARY         512
+#define COREMETA_MAX_HEADERS         (1 << 20) /* bytes before the body */
 
 struct coremeta {
 	char metadata_version[16];
@@ -29,7 +29,7 @@ struct coremeta {
  * or EINVAL with a one-line reason in err when there is a NUL, a line that
  * is no header, no or a repeated Metadata-Version, Name or Version, or a
  * Name, Version or Requires-Python too long. A long Summary is cut. */
-int coremeta_parse(const char *buf, size_t len, struct coremeta *m,
-                   char *err, size_t errlen);
+int coremeta_parse(const char *buf, size_t len, struct coremeta *m, char *err,
+                   size_t errlen);
 
 #endif

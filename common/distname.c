@@ -65,8 +65,8 @@ int distname_parse(const char *filename, struct distname *out)
 	if (ends_with(filename, len, ".whl")) {
 		out->kind = DISTNAME_WHEEL;
 		return wheeltag_split(filename, out->name, sizeof(out->name),
-		                      out->version, sizeof(out->version),
-		                      NULL, 0);
+		                      out->version, sizeof(out->version), NULL,
+		                      0);
 	}
 	if (ends_with(filename, len, ".tar.gz")) {
 		out->kind = DISTNAME_SDIST_TGZ;
@@ -291,9 +291,8 @@ static int sdist_split(const char *filename, const char *project,
 	return ENOENT;
 }
 
-int distname_check(const char *filename, const char *name,
-                   const char *version, struct distname *out, char *err,
-                   size_t errlen)
+int distname_check(const char *filename, const char *name, const char *version,
+                   struct distname *out, char *err, size_t errlen)
 {
 	char project[NAMES_MAX_PROJECT + 1], canon[DISTNAME_VERSION_MAX];
 	int rc;

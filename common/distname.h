@@ -44,8 +44,7 @@ int distname_version_canon(const char *v, char *out, size_t outlen);
  * 503 normalised) at version (compared canonicalised), and fills out.
  * Returns 0, or EINVAL with a one-line reason in err (errlen bytes), such
  * as "filename version 1.1 does not match version 1.0". */
-int distname_check(const char *filename, const char *name,
-                   const char *version, struct distname *out, char *err,
-                   size_t errlen);
+int distname_check(const char *filename, const char *name, const char *version,
+                   struct distname *out, char *err, size_t errlen);
 
 #endif

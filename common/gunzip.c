@@ -17,8 +17,8 @@ int gunzip_init(struct gunzip *g, uint64_t cap)
 	return 0;
 }
 
-int gunzip_feed(struct gunzip *g, const uint8_t *d, size_t n,
-                gunzip_sink sink, void *arg, char *err, size_t errlen)
+int gunzip_feed(struct gunzip *g, const uint8_t *d, size_t n, gunzip_sink sink,
+                void *arg, char *err, size_t errlen)
 {
 	uint8_t out[16384];
 	int zrc, rc, more = 0;
@@ -38,7 +38,8 @@ int gunzip_feed(struct gunzip *g, const uint8_t *d, size_t n,
 				continue;
 			}
 			if (d[0] != 0x1f) {
-				snprintf(err, errlen, "bytes after the gzip data");
+				snprintf(err, errlen,
+				         "bytes after the gzip data");
 				return EINVAL;
 			}
 			if (inflateReset(&g->zs) != Z_OK)

@@ -24,8 +24,8 @@ int gunzip_init(struct gunzip *g, uint64_t cap);
 /* Inflates the n bytes at d, handing the output to sink. Returns 0; EFBIG
  * past the cap; EINVAL with a reason in err (errlen bytes) when the data
  * is no gzip or is corrupt; or the sink's code. */
-int gunzip_feed(struct gunzip *g, const uint8_t *d, size_t n,
-                gunzip_sink sink, void *arg, char *err, size_t errlen);
+int gunzip_feed(struct gunzip *g, const uint8_t *d, size_t n, gunzip_sink sink,
+                void *arg, char *err, size_t errlen);
 
 /* Returns 0 when the gzip data ended cleanly, else EINVAL ("truncated"). */
 int gunzip_finish(struct gunzip *g, char *err, size_t errlen);

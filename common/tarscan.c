@@ -10,8 +10,7 @@
 enum { S_HEADER, S_BODY, S_PAD, S_END };
 enum { K_SKIP, K_DATA, K_LONGNAME, K_PAX };
 
-void tarscan_init(struct tarscan *t, const struct tarscan_ops *ops,
-                  void *arg)
+void tarscan_init(struct tarscan *t, const struct tarscan_ops *ops, void *arg)
 {
 	memset(t, 0, sizeof(*t));
 	t->ops = ops;
@@ -100,8 +99,9 @@ static int pax(struct tarscan *t, char *err, size_t errlen)
 
 			if (vl == 0 || vl > TARSCAN_NAME_MAX ||
 			    memchr(eq + 1, '\0', vl)) {
-				snprintf(err, errlen, "tar pax path is empty, "
-				                      "too long or has a NUL");
+				snprintf(err, errlen,
+				         "tar pax path is empty, "
+				         "too long or has a NUL");
 				return EINVAL;
 			}
 			memcpy(t->name, eq + 1, vl);
@@ -147,8 +147,9 @@ static int header(struct tarscan *t, char *err, size_t errlen)
 		return 0;
 	}
 	if (!checksum_ok(h)) {
-		snprintf(err, errlen, "tar header %" PRIu64 " has a bad "
-		                      "checksum",
+		snprintf(err, errlen,
+		         "tar header %" PRIu64 " has a bad "
+		         "checksum",
 		         t->entries + 1);
 		return EINVAL;
 	}
@@ -221,8 +222,9 @@ static int body_done(struct tarscan *t, char *err, size_t errlen)
 		size_t len = strnlen(t->meta, t->metalen);
 
 		if (len == 0 || len > TARSCAN_NAME_MAX) {
-			snprintf(err, errlen, "tar long name is empty or too "
-			                      "long");
+			snprintf(err, errlen,
+			         "tar long name is empty or too "
+			         "long");
 			return EINVAL;
 		}
 		memcpy(t->name, t->meta, len);

@@ -33,8 +33,8 @@ struct tarscan {
 	int state, kind, stopped;
 	uint8_t hdr[512];
 	size_t hlen;
-	uint64_t left; /* data bytes of the current record */
-	size_t pad;    /* then padding to the next block */
+	uint64_t left;                  /* data bytes of the current record */
+	size_t pad;                     /* then padding to the next block */
 	char meta[TARSCAN_PAX_MAX + 1]; /* a long name or pax record */
 	size_t metalen;
 	char name[TARSCAN_NAME_MAX + 1]; /* the next entry's long name */
@@ -45,8 +45,7 @@ struct tarscan {
 };
 
 /* Sets t up to call ops with arg. */
-void tarscan_init(struct tarscan *t, const struct tarscan_ops *ops,
-                  void *arg);
+void tarscan_init(struct tarscan *t, const struct tarscan_ops *ops, void *arg);
 
 /* Scans the n bytes at d. Returns 0; EINVAL with a one-line reason in err
  * (errlen bytes) for a bad header checksum, a name too long, too many

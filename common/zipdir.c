@@ -133,12 +133,12 @@ int zipdir_open(struct zipdir *z, const uint8_t *tail, size_t taillen,
 				*need = want;
 			return EAGAIN;
 		}
-		return bad(err, errlen, "not a zip (no end of central "
-		                        "directory)");
+		return bad(err, errlen,
+		           "not a zip (no end of central "
+		           "directory)");
 	}
 	eocd = base + (uint64_t)(r - tail);
-	if (le16(r + 4) != 0 || le16(r + 6) != 0 ||
-	    le16(r + 8) != le16(r + 10))
+	if (le16(r + 4) != 0 || le16(r + 6) != 0 || le16(r + 8) != le16(r + 10))
 		return bad(err, errlen, "zip spans several disks");
 	z->entries = le16(r + 10);
 	z->cd_size = le32(r + 12);
@@ -152,22 +152,23 @@ int zipdir_open(struct zipdir *z, const uint8_t *tail, size_t taillen,
 	}
 	if (z->entries == 0xFFFF || z->cd_size == 0xFFFFFFFF ||
 	    z->cd_offset == 0xFFFFFFFF ||
-	    (eocd >= base + LOC64_LEN &&
-	     le32(r - LOC64_LEN) == SIG_LOC64)) {
+	    (eocd >= base + LOC64_LEN && le32(r - LOC64_LEN) == SIG_LOC64)) {
 		rc = open64(z, tail, taillen, base, eocd, need, err, errlen);
 		if (rc)
 			return rc;
 	}
 	if (z->cd_offset > z->end || z->end - z->cd_offset != z->cd_size)
-		return bad(err, errlen, "central directory is not where the "
-		                        "end record says");
+		return bad(err, errlen,
+		           "central directory is not where the "
+		           "end record says");
 	if (z->entries > ZIPDIR_MAX_ENTRIES)
-		return bad(err, errlen, "zip has too many entries (%" PRIu64
-		                        ", at most %d)",
+		return bad(err, errlen,
+		           "zip has too many entries (%" PRIu64 ", at most %d)",
 		           z->entries, ZIPDIR_MAX_ENTRIES);
 	if (z->cd_size / CENTRAL_LEN < z->entries)
-		return bad(err, errlen, "central directory too small for its "
-		                        "%" PRIu64 " entries",
+		return bad(err, errlen,
+		           "central directory too small for its "
+		           "%" PRIu64 " entries",
 		           z->entries);
 	if (z->cd_size > SIZE_MAX)
 		return bad(err, errlen, "central directory too large");
@@ -256,19 +257,21 @@ int zipdir_next(struct zipdir_iter *it, struct zipdir_entry *e, char *err,
 		return ENOENT;
 	}
 	if (it->index >= z->entries)
-		return bad(err, errlen, "central directory has more entries "
-		                        "than the end record says");
+		return bad(err, errlen,
+		           "central directory has more entries "
+		           "than the end record says");
 	p = it->cd + it->pos;
 	if (left < CENTRAL_LEN || le32(p) != SIG_CENTRAL)
-		return bad(err, errlen, "central directory entry %" PRIu64
-		                        " is corrupt",
+		return bad(err, errlen,
+		           "central directory entry %" PRIu64 " is corrupt",
 		           it->index);
 	n = le16(p + 28);
 	m = le16(p + 30);
 	k = le16(p + 32);
 	if (CENTRAL_LEN + n + m + k > left)
-		return bad(err, errlen, "central directory entry %" PRIu64
-		                        " runs past its end",
+		return bad(err, errlen,
+		           "central directory entry %" PRIu64
+		           " runs past its end",
 		           it->index);
 	e->flags = le16(p + 8);
 	e->method = le16(p + 10);
@@ -284,8 +287,9 @@ int zipdir_next(struct zipdir_iter *it, struct zipdir_entry *e, char *err,
 		return bad(err, errlen, "entry %" PRIu64 " has no name",
 		           it->index);
 	if (memchr(e->name, '\0', n))
-		return bad(err, errlen, "entry %" PRIu64 " has a NUL in its "
-		                        "name",
+		return bad(err, errlen,
+		           "entry %" PRIu64 " has a NUL in its "
+		           "name",
 		           it->index);
 	rc = extra64(e, p + CENTRAL_LEN + n, m, disk == 0xFFFF, err, errlen);
 	if (rc)
@@ -295,8 +299,9 @@ int zipdir_next(struct zipdir_iter *it, struct zipdir_entry *e, char *err,
 	if (e->offset > z->cd_offset ||
 	    z->cd_offset - e->offset < ZIPDIR_LOCAL_HEADER + n ||
 	    z->cd_offset - e->offset - ZIPDIR_LOCAL_HEADER - n < e->csize)
-		return bad(err, errlen, "entry %.*s lies past the start of "
-		                        "the central directory",
+		return bad(err, errlen,
+		           "entry %.*s lies past the start of "
+		           "the central directory",
 		           (int)(n > 80 ? 80 : n), e->name);
 	it->pos += CENTRAL_LEN + n + m + k;
 	it->index++;
@@ -362,17 +367,18 @@ int zipdir_check(const struct zipdir *z, const uint8_t *cd, char *err,
 	qsort(sp, n, sizeof(*sp), by_start);
 	for (size_t i = 1; i < n; i++)
 		if (sp[i].start < sp[i - 1].end) {
-			rc = bad(err, errlen, "entries overlap at offset %" PRIu64,
+			rc = bad(err, errlen,
+			         "entries overlap at offset %" PRIu64,
 			         sp[i].start);
 			goto out;
 		}
 	qsort(ents, n, sizeof(*ents), by_name);
 	for (size_t i = 1; i < n; i++)
 		if (by_name(&ents[i - 1], &ents[i]) == 0) {
-			rc = bad(err, errlen, "entry %.*s appears twice",
-			         (int)(ents[i].namelen > 80 ? 80
-			                                    : ents[i].namelen),
-			         ents[i].name);
+			rc = bad(
+			    err, errlen, "entry %.*s appears twice",
+			    (int)(ents[i].namelen > 80 ? 80 : ents[i].namelen),
+			    ents[i].name);
 			goto out;
 		}
 out:
@@ -435,12 +441,13 @@ int zipdir_find_metadata(const struct zipdir *z, const uint8_t *cd,
 			continue;
 		if (found++ == 0)
 			first = cur;
-		if (pick && dir_matches(cur.name, cur.namelen - sl, project,
-		                        version)) {
+		if (pick &&
+		    dir_matches(cur.name, cur.namelen - sl, project, version)) {
 			if (matched++)
-				return bad(err, errlen, "wheel has two "
-				                        "matching .dist-info "
-				                        "directories");
+				return bad(err, errlen,
+				           "wheel has two "
+				           "matching .dist-info "
+				           "directories");
 			*e = cur;
 		}
 	}
@@ -449,16 +456,18 @@ int zipdir_find_metadata(const struct zipdir *z, const uint8_t *cd,
 		return ENOENT;
 	}
 	if (pick && !matched) {
-		bad(err, errlen, "wheel has no %s-%s.dist-info/METADATA (it has "
-		                 "%.*s)",
+		bad(err, errlen,
+		    "wheel has no %s-%s.dist-info/METADATA (it has "
+		    "%.*s)",
 		    project ? project : "*", version ? version : "*",
 		    (int)(first.namelen > 80 ? 80 : first.namelen), first.name);
 		return ENOENT;
 	}
 	if (!pick) {
 		if (found > 1)
-			return bad(err, errlen, "wheel has %zu .dist-info "
-			                        "directories",
+			return bad(err, errlen,
+			           "wheel has %zu .dist-info "
+			           "directories",
 			           found);
 		*e = first;
 	}
@@ -503,13 +512,15 @@ int zipdir_local(const struct zipdir *z, const struct zipdir_entry *e,
 	    (le32(buf + 14) != e->crc ||
 	     (lcs != 0xFFFFFFFF && lcs != e->csize) ||
 	     (lus != 0xFFFFFFFF && lus != e->usize)))
-		return bad(err, errlen, "entry %.*s: local sizes differ from "
-		                        "the central directory",
+		return bad(err, errlen,
+		           "entry %.*s: local sizes differ from "
+		           "the central directory",
 		           nm, e->name);
 	*data = e->offset + ZIPDIR_LOCAL_HEADER + n + m;
 	if (*data > z->cd_offset || z->cd_offset - *data < e->csize)
-		return bad(err, errlen, "entry %.*s runs into the central "
-		                        "directory",
+		return bad(err, errlen,
+		           "entry %.*s runs into the central "
+		           "directory",
 		           nm, e->name);
 	return 0;
 }
@@ -527,12 +538,14 @@ int zipdir_inflate(const struct zipdir_entry *e, const uint8_t *data,
 	if (e->flags & 0x01)
 		return bad(err, errlen, "entry %.*s is encrypted", nm, e->name);
 	if (e->method != 0 && e->method != 8)
-		return bad(err, errlen, "entry %.*s: compression method %u is "
-		                        "not supported",
+		return bad(err, errlen,
+		           "entry %.*s: compression method %u is "
+		           "not supported",
 		           nm, e->name, e->method);
 	if (len != e->csize)
-		return bad(err, errlen, "entry %.*s: %zu bytes given for %" PRIu64,
-		           nm, e->name, len, e->csize);
+		return bad(err, errlen,
+		           "entry %.*s: %zu bytes given for %" PRIu64, nm,
+		           e->name, len, e->csize);
 	if (len > 0xFFFFFFF0u || e->usize > 0xFFFFFFF0u) {
 		bad(err, errlen, "entry %.*s is too large", nm, e->name);
 		return EFBIG;
@@ -565,12 +578,14 @@ int zipdir_inflate(const struct zipdir_entry *e, const uint8_t *data,
 		zs.avail_out = (uInt)e->usize + 1;
 		zrc = inflate(&zs, Z_FINISH);
 		if (zrc != Z_STREAM_END && zs.avail_out == 0)
-			rc = bad(err, errlen, "entry %.*s inflates past its "
-			                      "stated size",
+			rc = bad(err, errlen,
+			         "entry %.*s inflates past its "
+			         "stated size",
 			         nm, e->name);
 		else if (zrc != Z_STREAM_END)
-			rc = bad(err, errlen, "entry %.*s: corrupt deflate data",
-			         nm, e->name);
+			rc =
+			    bad(err, errlen, "entry %.*s: corrupt deflate data",
+			        nm, e->name);
 		else if (zs.total_out != e->usize || zs.avail_in != 0)
 			rc = bad(err, errlen, "entry %.*s: sizes lie", nm,
 			         e->name);
@@ -579,7 +594,8 @@ int zipdir_inflate(const struct zipdir_entry *e, const uint8_t *data,
 			goto out;
 	}
 	if (crc32(0L, buf, (uInt)e->usize) != e->crc) {
-		rc = bad(err, errlen, "entry %.*s: CRC-32 mismatch", nm, e->name);
+		rc = bad(err, errlen, "entry %.*s: CRC-32 mismatch", nm,
+		         e->name);
 		goto out;
 	}
 	buf[e->usize] = '\0';

@@ -20,7 +20,7 @@
 #define ZIPDIR_MAX_ENTRIES 100000
 /* A tail this long (or the whole file) holds the end records of any zip
  * whose comment is at most 64 KiB, and their zip64 forms. */
-#define ZIPDIR_TAIL (22 + 65535 + 20 + 56)
+#define ZIPDIR_TAIL         (22 + 65535 + 20 + 56)
 #define ZIPDIR_LOCAL_HEADER 30
 
 struct zipdir {

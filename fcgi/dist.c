@@ -21,8 +21,8 @@ static int readat(int fd, void *buf, size_t len, uint64_t off, char *err,
 	size_t got = 0;
 
 	while (got < len) {
-		ssize_t n = pread(fd, (char *)buf + got, len - got,
-		                  (off_t)(off + got));
+		ssize_t n =
+		    pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -42,8 +42,8 @@ static int readat(int fd, void *buf, size_t len, uint64_t off, char *err,
 }
 
 /* A malloc'd copy of len bytes at off. */
-static int readnew(int fd, size_t len, uint64_t off, uint8_t **out,
-                   char *err, size_t errlen)
+static int readnew(int fd, size_t len, uint64_t off, uint8_t **out, char *err,
+                   size_t errlen)
 {
 	int rc;
 
@@ -93,8 +93,9 @@ static int zip_pkg_info(const struct zipdir *z, const uint8_t *cd,
 		if (!is_pkg_info(cur.name, cur.namelen))
 			continue;
 		if (found++) {
-			snprintf(err, errlen, "sdist has several PKG-INFO "
-			                      "files at the top");
+			snprintf(err, errlen,
+			         "sdist has several PKG-INFO "
+			         "files at the top");
 			return EINVAL;
 		}
 		*e = cur;
@@ -161,7 +162,8 @@ static int zip_metadata(int fd, uint64_t size, const struct distname *dn,
 	else
 		rc = zip_pkg_info(&z, cd, &e, err, errlen);
 	if (rc == ENOENT && dn->kind == DISTNAME_WHEEL) {
-		snprintf(err, errlen, "wheel has no %.80s-%.40s.dist-info/METADATA",
+		snprintf(err, errlen,
+		         "wheel has no %.80s-%.40s.dist-info/METADATA",
 		         dn->name, dn->version);
 		rc = EINVAL;
 	}
@@ -259,8 +261,8 @@ static int tgz_sink(void *arg, const uint8_t *d, size_t n)
 static const struct tarscan_ops tgz_ops = {tgz_entry, tgz_data};
 
 /* Streams the .tar.gz in fd through gunzip and tarscan to its PKG-INFO. */
-static int tgz_metadata(int fd, uint64_t size, uint8_t **meta,
-                        size_t *metalen, char *err, size_t errlen)
+static int tgz_metadata(int fd, uint64_t size, uint8_t **meta, size_t *metalen,
+                        char *err, size_t errlen)
 {
 	struct gunzip g;
 	struct tgz *t;
@@ -284,7 +286,8 @@ static int tgz_metadata(int fd, uint64_t size, uint8_t **meta,
 
 		rc = readat(fd, chunk, n, off, err, errlen);
 		if (rc == 0)
-			rc = gunzip_feed(&g, chunk, n, tgz_sink, t, err, errlen);
+			rc =
+			    gunzip_feed(&g, chunk, n, tgz_sink, t, err, errlen);
 		off += n;
 	}
 	if (rc == 0)
@@ -313,8 +316,8 @@ static int tgz_metadata(int fd, uint64_t size, uint8_t **meta,
 
 /* Checks the metadata's Name and Version against the upload's. */
 static int check_meta(const struct coremeta *m, const struct distname *dn,
-                      const char *name, const char *version,
-                      const char *what, char *err, size_t errlen)
+                      const char *name, const char *version, const char *what,
+                      char *err, size_t errlen)
 {
 	char norm[NAMES_MAX_PROJECT + 1], canon[DISTNAME_VERSION_MAX];
 
@@ -359,8 +362,8 @@ int dist_inspect(int fd, const char *filename, const char *name,
 	}
 	what = dn.kind == DISTNAME_WHEEL ? "METADATA" : "PKG-INFO";
 	if (dn.kind == DISTNAME_SDIST_TGZ)
-		rc = tgz_metadata(fd, (uint64_t)st.st_size, &meta, &metalen, why,
-		                  sizeof(why));
+		rc = tgz_metadata(fd, (uint64_t)st.st_size, &meta, &metalen,
+		                  why, sizeof(why));
 	else
 		rc = zip_metadata(fd, (uint64_t)st.st_size, &dn, &meta,
 		                  &metalen, why, sizeof(why));

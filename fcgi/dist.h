@@ -11,7 +11,7 @@
 #include "common/coremeta.h"
 #include "common/distname.h"
 
-#define DIST_METADATA_CAP (16u << 20) /* METADATA / PKG-INFO bytes */
+#define DIST_METADATA_CAP (16u << 20)  /* METADATA / PKG-INFO bytes */
 #define DIST_GUNZIP_CAP   (1ull << 30) /* an sdist's tar, inflated */
 #define DIST_CD_CAP       (64u << 20)  /* a zip's central directory */
 
@@ -19,7 +19,7 @@ struct dist_info {
 	enum distname_kind kind;
 	uint8_t *metadata; /* malloc'd, NUL-ended; the PEP 658 metadata */
 	size_t metadata_len;
-	char name[NAMES_MAX_PROJECT + 1];  /* Name as the metadata writes it */
+	char name[NAMES_MAX_PROJECT + 1];   /* Name as the metadata writes it */
 	char version[DISTNAME_VERSION_MAX]; /* Version, likewise */
 	char metadata_version[16];
 	char requires_python[COREMETA_MAX_REQUIRES_PYTHON]; /* "" if none */

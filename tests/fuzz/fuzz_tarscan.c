@@ -79,8 +79,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	}
 	tarscan_init(&s->tar, &ops, s);
 	for (size_t i = 0; i < n && rc == 0; i += step)
-		rc = gunzip_feed(&g, d + i, n - i < step ? n - i : step, sink, s,
-		                 s->err, sizeof(s->err));
+		rc = gunzip_feed(&g, d + i, n - i < step ? n - i : step, sink,
+		                 s, s->err, sizeof(s->err));
 	if (rc == 0 && gunzip_finish(&g, s->err, sizeof(s->err)) == 0)
 		tarscan_finish(&s->tar, s->err, sizeof(s->err));
 	gunzip_free(&g);

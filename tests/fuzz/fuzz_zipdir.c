@@ -29,8 +29,8 @@ static void read_entry(const uint8_t *d, size_t n, const struct zipdir *z,
 		return;
 	if (at > n || n - at < e->csize || at + e->csize > z->cd_offset)
 		abort();
-	rc = zipdir_inflate(e, d + at, (size_t)e->csize, 1 << 16, &out,
-	                    &outlen, err, sizeof(err));
+	rc = zipdir_inflate(e, d + at, (size_t)e->csize, 1 << 16, &out, &outlen,
+	                    err, sizeof(err));
 	if (rc == 0 && (outlen != e->usize || out[outlen] != '\0'))
 		abort();
 	if (rc && out)
@@ -70,8 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	}
 	if (zipdir_check(&z, cd, err, sizeof(err)) != 0)
 		return 0;
-	if (zipdir_find_metadata(&z, cd, NULL, NULL, &e, err, sizeof(err)) ==
-	    0)
+	if (zipdir_find_metadata(&z, cd, NULL, NULL, &e, err, sizeof(err)) == 0)
 		read_entry(d, n, &z, &e);
 	if (zipdir_find_metadata(&z, cd, "corp-lib", "1.0", &e, err,
 	                         sizeof(err)) == 0)

@@ -56,9 +56,9 @@ T(bad_headers)
 	CHECK_STR(err, "metadata has no Version");
 	CHECK_INT(parse("Name: a\nVersion: 1\n", &m), EINVAL);
 	CHECK_STR(err, "metadata has no Metadata-Version");
-	CHECK_INT(parse("Metadata-Version: 2.1\nName: a\nName: b\nVersion: 1\n",
-	                &m),
-	          EINVAL);
+	CHECK_INT(
+	    parse("Metadata-Version: 2.1\nName: a\nName: b\nVersion: 1\n", &m),
+	    EINVAL);
 	CHECK_STR(err, "metadata has Name twice");
 	CHECK_INT(parse("Metadata-Version: 2.1\nName a\nVersion: 1\n", &m),
 	          EINVAL);
@@ -161,9 +161,9 @@ T(filename_parse)
 	CHECK_INT(d.kind, DISTNAME_WHEEL);
 	CHECK_STR(d.name, "corp_lib");
 	CHECK_STR(d.version, "1.0");
-	CHECK_INT(distname_parse("corp_lib-1.0-1-cp312-cp312-linux_x86_64.whl",
-	                         &d),
-	          0);
+	CHECK_INT(
+	    distname_parse("corp_lib-1.0-1-cp312-cp312-linux_x86_64.whl", &d),
+	    0);
 	CHECK_STR(d.version, "1.0");
 	CHECK_INT(distname_parse("corp-lib-1.0.tar.gz", &d), 0);
 	CHECK_INT(d.kind, DISTNAME_SDIST_TGZ);

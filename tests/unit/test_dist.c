@@ -13,7 +13,7 @@
 #include "tests/unit/zip_fixtures.h"
 
 #define Z(a) (a), (sizeof(a) - 1)
-#define WHL "corp_lib-1.0-py3-none-any.whl"
+#define WHL  "corp_lib-1.0-py3-none-any.whl"
 
 static char dir[] = "/tmp/test_dist.XXXXXX";
 static char err[512];
@@ -72,9 +72,8 @@ T(sdists)
 	    "Metadata-Version: 2.1\nName: corp_lib\nVersion: 1.0\n"
 	    "Requires-Python: >=3.9\n\nsdist description\n";
 
-	CHECK_INT(inspect(Z(tgz_sdist), "corp_lib-1.0.tar.gz", "corp-lib",
-	                  "1.0"),
-	          0);
+	CHECK_INT(
+	    inspect(Z(tgz_sdist), "corp_lib-1.0.tar.gz", "corp-lib", "1.0"), 0);
 	CHECK_INT(info.kind, DISTNAME_SDIST_TGZ);
 	CHECK_STR((char *)info.metadata, want);
 	CHECK_INT(info.metadata_len, strlen(want));
@@ -126,9 +125,9 @@ T(broken)
 	                  "1.0"),
 	          EINVAL);
 	CHECK_CONTAINS(err, "corp_lib-1.0.tar.gz: ");
-	CHECK_INT(inspect(Z(zip_wheel), "corp_lib-1.0.tar.gz", "corp-lib",
-	                  "1.0"),
-	          EINVAL);
+	CHECK_INT(
+	    inspect(Z(zip_wheel), "corp_lib-1.0.tar.gz", "corp-lib", "1.0"),
+	    EINVAL);
 	CHECK_CONTAINS(err, "not gzip data");
 	CHECK_INT(inspect(Z(zip_dup), WHL, "corp-lib", "1.0"), EINVAL);
 	CHECK_CONTAINS(err, "appears twice");
@@ -143,9 +142,9 @@ T(read_error)
 	int fd = open(dir, O_RDONLY | O_DIRECTORY);
 
 	CHECK(fd >= 0);
-	CHECK_INT(dist_inspect(fd, WHL, "corp-lib", "1.0", &info, err,
-	                       sizeof(err)),
-	          EISDIR);
+	CHECK_INT(
+	    dist_inspect(fd, WHL, "corp-lib", "1.0", &info, err, sizeof(err)),
+	    EISDIR);
 	CHECK_CONTAINS(err, "read: ");
 	close(fd);
 }

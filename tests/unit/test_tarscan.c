@@ -92,8 +92,8 @@ static int gunzip_all(const uint8_t *d, size_t n, size_t step, uint64_t cap)
 	if (gunzip_init(&g, cap))
 		return ENOMEM;
 	for (size_t i = 0; i < n && rc == 0; i += step)
-		rc = gunzip_feed(&g, d + i, n - i < step ? n - i : step, collect,
-		                 NULL, err, sizeof(err));
+		rc = gunzip_feed(&g, d + i, n - i < step ? n - i : step,
+		                 collect, NULL, err, sizeof(err));
 	if (rc == 0)
 		rc = gunzip_finish(&g, err, sizeof(err));
 	gunzip_free(&g);
@@ -110,8 +110,8 @@ static int scan(size_t n, size_t step, struct seen *s, int stop_at)
 	s->stop_at = stop_at;
 	tarscan_init(t, &ops, s);
 	for (size_t i = 0; i < n && rc == 0; i += step)
-		rc = tarscan_feed(t, out.d + i, n - i < step ? n - i : step, err,
-		                  sizeof(err));
+		rc = tarscan_feed(t, out.d + i, n - i < step ? n - i : step,
+		                  err, sizeof(err));
 	if (rc == 0)
 		rc = tarscan_finish(t, err, sizeof(err));
 	else

@@ -37,16 +37,16 @@ static int read_entry(const uint8_t *d, size_t n, const struct zipdir *z,
 	*out = NULL;
 	if (e->offset >= n)
 		return EINVAL;
-	rc = zipdir_local(z, e, d + e->offset, 10, &at, &need, err,
-	                  sizeof(err));
+	rc =
+	    zipdir_local(z, e, d + e->offset, 10, &at, &need, err, sizeof(err));
 	if (rc != EAGAIN)
 		return -1; /* 10 bytes can never be enough */
 	rc = zipdir_local(z, e, d + e->offset, n - e->offset, &at, NULL, err,
 	                  sizeof(err));
 	if (rc)
 		return rc;
-	return zipdir_inflate(e, d + at, (size_t)e->csize, cap, out, outlen, err,
-	                      sizeof(err));
+	return zipdir_inflate(e, d + at, (size_t)e->csize, cap, out, outlen,
+	                      err, sizeof(err));
 }
 
 /* The entry called name, or ENOENT. */
@@ -204,17 +204,17 @@ T(short_tail)
 	free(out);
 	/* the zip64 records lie before a tail of only the end record */
 	n = sizeof(zip_zip64) - 1;
-	CHECK_INT(zipdir_open(&z, zip_zip64 + n - 22, 22, n, &need, err,
-	                      sizeof(err)),
-	          EAGAIN);
+	CHECK_INT(
+	    zipdir_open(&z, zip_zip64 + n - 22, 22, n, &need, err, sizeof(err)),
+	    EAGAIN);
 	CHECK_INT(need, 42);
-	CHECK_INT(zipdir_open(&z, zip_zip64 + n - 42, 42, n, &need, err,
-	                      sizeof(err)),
-	          EAGAIN);
+	CHECK_INT(
+	    zipdir_open(&z, zip_zip64 + n - 42, 42, n, &need, err, sizeof(err)),
+	    EAGAIN);
 	CHECK_INT(need, 98);
-	CHECK_INT(zipdir_open(&z, zip_zip64 + n - 98, 98, n, &need, err,
-	                      sizeof(err)),
-	          0);
+	CHECK_INT(
+	    zipdir_open(&z, zip_zip64 + n - 98, 98, n, &need, err, sizeof(err)),
+	    0);
 	CHECK_INT(z.zip64, 1);
 }
 
@@ -226,17 +226,17 @@ T(several_dist_info)
 
 	CHECK_INT(open_all(Z(zip_two_distinfo), &z), 0);
 	cd = zipdir_cd_in(&z, Z(zip_two_distinfo));
-	CHECK_INT(zipdir_find_metadata(&z, cd, NULL, NULL, &e, err,
-	                               sizeof(err)),
-	          EINVAL);
+	CHECK_INT(
+	    zipdir_find_metadata(&z, cd, NULL, NULL, &e, err, sizeof(err)),
+	    EINVAL);
 	CHECK_CONTAINS(err, "2 .dist-info");
 	CHECK_INT(zipdir_find_metadata(&z, cd, "corp-lib", "1.0", &e, err,
 	                               sizeof(err)),
 	          0);
 	CHECK_INT(e.namelen, strlen("corp_lib-1.0.dist-info/METADATA"));
-	CHECK_INT(zipdir_find_metadata(&z, cd, "other", NULL, &e, err,
-	                               sizeof(err)),
-	          0);
+	CHECK_INT(
+	    zipdir_find_metadata(&z, cd, "other", NULL, &e, err, sizeof(err)),
+	    0);
 	CHECK(memcmp(e.name, "other-2.0.dist-info/", 20) == 0);
 	CHECK_INT(zipdir_find_metadata(&z, cd, "corp-lib", "2.0", &e, err,
 	                               sizeof(err)),
@@ -244,8 +244,8 @@ T(several_dist_info)
 	CHECK_CONTAINS(err, "no corp-lib-2.0.dist-info/METADATA");
 	/* a METADATA deeper down is not the wheel's */
 	CHECK_INT(open_all(Z(zip_sdist), &z), 0);
-	CHECK_INT(zipdir_find_metadata(&z, zipdir_cd_in(&z, Z(zip_sdist)),
-	                               NULL, NULL, &e, err, sizeof(err)),
+	CHECK_INT(zipdir_find_metadata(&z, zipdir_cd_in(&z, Z(zip_sdist)), NULL,
+	                               NULL, &e, err, sizeof(err)),
 	          ENOENT);
 	CHECK_CONTAINS(err, "no .dist-info/METADATA");
 }
@@ -259,11 +259,11 @@ T(empty_and_not_zip)
 
 	CHECK_INT(open_all(Z(zip_empty), &z), 0);
 	CHECK_INT(z.entries, 0);
-	CHECK_INT(zipdir_check(&z, zipdir_cd_in(&z, Z(zip_empty)), err,
-	                       sizeof(err)),
-	          0);
-	CHECK_INT(zipdir_find_metadata(&z, zipdir_cd_in(&z, Z(zip_empty)),
-	                               NULL, NULL, &e, err, sizeof(err)),
+	CHECK_INT(
+	    zipdir_check(&z, zipdir_cd_in(&z, Z(zip_empty)), err, sizeof(err)),
+	    0);
+	CHECK_INT(zipdir_find_metadata(&z, zipdir_cd_in(&z, Z(zip_empty)), NULL,
+	                               NULL, &e, err, sizeof(err)),
 	          ENOENT);
 	CHECK_INT(open_all(junk, sizeof(junk), &z), EINVAL);
 	CHECK_STR(err, "not a zip (no end of central directory)");
@@ -274,9 +274,9 @@ T(empty_and_not_zip)
 	          EAGAIN);
 	CHECK_INT(need, ZIPDIR_TAIL);
 	/* the tail cannot be longer than the file */
-	CHECK_INT(zipdir_open(&z, junk, sizeof(junk), 10, &need, err,
-	                      sizeof(err)),
-	          EINVAL);
+	CHECK_INT(
+	    zipdir_open(&z, junk, sizeof(junk), 10, &need, err, sizeof(err)),
+	    EINVAL);
 }
 
 T(truncated)
@@ -306,9 +306,8 @@ T(inflate_cap)
 	CHECK_INT(read_entry(Z(zip_wheel), &z, &e, 50, &out, &len), EFBIG);
 	CHECK(out == NULL);
 	CHECK_CONTAINS(err, "over 50");
-	CHECK_INT(read_entry(Z(zip_wheel), &z, &e, strlen(metadata), &out,
-	                     &len),
-	          0);
+	CHECK_INT(
+	    read_entry(Z(zip_wheel), &z, &e, strlen(metadata), &out, &len), 0);
 	free(out);
 }
 
@@ -359,9 +358,9 @@ T(hostile_counts)
 	CHECK_INT(open_all(Z(zip_too_many), &z), EINVAL);
 	CHECK_CONTAINS(err, "too many entries (200000");
 	CHECK_INT(open_all(Z(zip_dup), &z), 0);
-	CHECK_INT(zipdir_check(&z, zipdir_cd_in(&z, Z(zip_dup)), err,
-	                       sizeof(err)),
-	          EINVAL);
+	CHECK_INT(
+	    zipdir_check(&z, zipdir_cd_in(&z, Z(zip_dup)), err, sizeof(err)),
+	    EINVAL);
 	CHECK_CONTAINS(err, "entry a.txt appears twice");
 }
 
