@@ -252,7 +252,8 @@ class Frontend:
     kind = None
 
     def __init__(self, workdir, upstream_port, data_dir=None, cache_ttl=300,
-                 workers=4, binary=None, larder_extra=None, port=None, files_port=None):
+                 workers=4, binary=None, larder_extra=None, port=None, files_port=None,
+                 larder_extra_text=""):
         self.dir = os.path.realpath(workdir)
         os.makedirs(self.dir, exist_ok=True)
         self.ids = worker_ids()
@@ -265,6 +266,7 @@ class Frontend:
         self.workers = workers
         self.binary = binary or stackmod.larder_bin()
         self.larder_extra = larder_extra
+        self.larder_extra_text = larder_extra_text
         self.proc = None
         self.logs = []          # (label, path) for log_text()
 
@@ -282,6 +284,7 @@ class Frontend:
     def write_larder_conf(self, path=None):
         text = stackmod.larder_conf(self.data_dir, self.upstream_port,
                                     cache_ttl=self.cache_ttl, extra=self.larder_extra,
+                                    extra_text=self.larder_extra_text,
                                     files_port=self.files_port)
         with open(path or self.larder_conf, "w") as f:
             f.write(_set_sendfile(text, SENDFILE[self.kind]))
@@ -604,12 +607,14 @@ class ApacheFrontend(Frontend):
 
 
 def make_frontend(kind, workdir, upstream_port, data_dir=None, cache_ttl=300, workers=4,
-                  binary=None, larder_extra=None, port=None, files_port=None):
+                  binary=None, larder_extra=None, port=None, files_port=None,
+                  larder_extra_text=""):
     """A front end of kind (see KINDS) in workdir, with larder's data in
     data_dir (default workdir/data) and its upstream the stand-in on
     upstream_port, its files on files_port. Not started: call .start()."""
     kw = dict(data_dir=data_dir, cache_ttl=cache_ttl, workers=workers, binary=binary,
-              larder_extra=larder_extra, port=port, files_port=files_port)
+              larder_extra=larder_extra, port=port, files_port=files_port,
+              larder_extra_text=larder_extra_text)
     if kind == "nginx":
         return NginxFrontend(workdir, upstream_port, **kw)
     if kind in ("lighttpd-fcgi", "lighttpd-cgi"):
