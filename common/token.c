@@ -36,7 +36,7 @@ int token_format(const char *id, const char *secret, char *out, size_t len)
 }
 
 int token_parse(const char *text, size_t n, char id[TOKEN_ID_HEX + 1],
-		char secret[TOKEN_SECRET_HEX + 1])
+                char secret[TOKEN_SECRET_HEX + 1])
 {
 	const char *s = text + 3 + TOKEN_ID_HEX + 1;
 
@@ -69,7 +69,7 @@ static int b64_value(unsigned char c)
 }
 
 int token_base64_decode(const char *in, size_t n, unsigned char *out,
-			size_t len, size_t *outn)
+                        size_t len, size_t *outn)
 {
 	size_t o = 0;
 
@@ -98,7 +98,8 @@ int token_base64_decode(const char *in, size_t n, unsigned char *out,
 		bits = (unsigned long)v[0] << 18 | (unsigned long)v[1] << 12 |
 		       (unsigned long)v[2] << 6 | (unsigned long)v[3];
 		/* the spare bits of a short group are zero in canonical form */
-		if ((pad == 1 && (bits & 0xff)) || (pad == 2 && (bits & 0xffff)))
+		if ((pad == 1 && (bits & 0xff)) ||
+		    (pad == 2 && (bits & 0xffff)))
 			return EINVAL;
 		if (o + 3 - (size_t)pad > len)
 			return ENOBUFS;
@@ -127,7 +128,7 @@ static int has_scheme(const char *s, size_t n, const char *word)
 }
 
 int token_from_authorization(const char *value, char id[TOKEN_ID_HEX + 1],
-			     char secret[TOKEN_SECRET_HEX + 1])
+                             char secret[TOKEN_SECRET_HEX + 1])
 {
 	/* "user:password" of a Basic value worth reading: a user name of
 	 * up to 256 bytes beside a token */
@@ -164,12 +165,11 @@ int token_from_authorization(const char *value, char id[TOKEN_ID_HEX + 1],
 	skip = (size_t)(colon - (const char *)plain) + 1;
 	if (skip < m)
 		return token_parse((const char *)plain + skip, m - skip, id,
-				   secret);
+		                   secret);
 	return token_parse((const char *)plain, skip - 1, id, secret);
 }
 
-static const char *const action_names[] = {"upload", "yank", "delete",
-					   "read"};
+static const char *const action_names[] = {"upload", "yank", "delete", "read"};
 
 const char *token_action_name(unsigned action)
 {
@@ -180,7 +180,7 @@ const char *token_action_name(unsigned action)
 }
 
 int token_actions_parse(const char *list, unsigned *mask, char *err,
-			size_t errlen)
+                        size_t errlen)
 {
 	const char *p = list, *end;
 	size_t n;
@@ -201,9 +201,11 @@ int token_actions_parse(const char *list, unsigned *mask, char *err,
 				    !strncmp(p, action_names[i], n))
 					bit = 1u << i;
 			if (!bit) {
-				snprintf(err, errlen, "unknown action \"%.*s\" "
-					 "(expected upload, yank, delete, "
-					 "read)", (int)(n > 64 ? 64 : n), p);
+				snprintf(err, errlen,
+				         "unknown action \"%.*s\" "
+				         "(expected upload, yank, delete, "
+				         "read)",
+				         (int)(n > 64 ? 64 : n), p);
 				return EINVAL;
 			}
 			*mask |= bit;
@@ -213,8 +215,9 @@ int token_actions_parse(const char *list, unsigned *mask, char *err,
 		p = end + 1;
 	}
 	if (!*mask) {
-		snprintf(err, errlen, "no actions given (expected some of "
-			 "upload, yank, delete, read)");
+		snprintf(err, errlen,
+		         "no actions given (expected some of "
+		         "upload, yank, delete, read)");
 		return EINVAL;
 	}
 	return 0;
@@ -234,14 +237,14 @@ int token_actions_format(unsigned mask, char *out, size_t len)
 		if (o + w + 1 > len)
 			return ENAMETOOLONG;
 		snprintf(out + o, len - o, "%s%s", o ? "," : "",
-			 action_names[i]);
+		         action_names[i]);
 		o += w;
 	}
 	return 0;
 }
 
 int token_globs_normalize(const char *in, char *out, size_t len, char *err,
-			  size_t errlen)
+                          size_t errlen)
 {
 	size_t o = 0, limit = len - 1;
 	int in_word = 0, sep = 0;
@@ -268,8 +271,8 @@ int token_globs_normalize(const char *in, char *out, size_t len, char *err,
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 		      (c >= '0' && c <= '9') || c == '*' || c == '?')) {
 			snprintf(err, errlen, "project glob \"%.64s\": %s", in,
-				 "expected letters, digits, '-', '_', '.', "
-				 "'*' and '?'");
+			         "expected letters, digits, '-', '_', '.', "
+			         "'*' and '?'");
 			return EINVAL;
 		}
 		if (c >= 'A' && c <= 'Z')
@@ -294,8 +297,9 @@ int token_globs_normalize(const char *in, char *out, size_t len, char *err,
 	}
 	out[o] = '\0';
 	if (!o) {
-		snprintf(err, errlen, "no project globs given (\"*\" is every "
-			 "project)");
+		snprintf(err, errlen,
+		         "no project globs given (\"*\" is every "
+		         "project)");
 		return EINVAL;
 	}
 	return 0;
@@ -348,7 +352,7 @@ int token_globs_match(const char *globs, const char *name)
 }
 
 int token_duration_parse(const char *text, long long *seconds, char *err,
-			 size_t errlen)
+                         size_t errlen)
 {
 	long long v = 0, unit;
 	const char *p = text;
@@ -385,8 +389,10 @@ int token_duration_parse(const char *text, long long *seconds, char *err,
 	*seconds = v * unit;
 	return 0;
 bad:
-	snprintf(err, errlen, "expires \"%.64s\": expected a duration "
-		 "(30m, 12h, 90d, up to 100 years) or never", text);
+	snprintf(err, errlen,
+	         "expires \"%.64s\": expected a duration "
+	         "(30m, 12h, 90d, up to 100 years) or never",
+	         text);
 	return EINVAL;
 }
 
@@ -455,8 +461,7 @@ static int contains(const struct conf *c, int outer, int inner, int depth)
 
 int token_index_related(const struct conf *c, int a, int b)
 {
-	if (a < 0 || b < 0 || (size_t)a >= c->nindex ||
-	    (size_t)b >= c->nindex)
+	if (a < 0 || b < 0 || (size_t)a >= c->nindex || (size_t)b >= c->nindex)
 		return 0;
 	return contains(c, a, b, 0) || contains(c, b, a, 0);
 }

@@ -16,9 +16,9 @@
 
 #include "common/conf.h"
 
-#define TOKEN_ID_HEX 16
+#define TOKEN_ID_HEX     16
 #define TOKEN_SECRET_HEX 64
-#define TOKEN_SALT_HEX 32
+#define TOKEN_SALT_HEX   32
 /* "lt_" id "_" secret */
 #define TOKEN_TEXT_LEN (3 + TOKEN_ID_HEX + 1 + TOKEN_SECRET_HEX)
 /* What a glob list may hold (db_token.projects). */
@@ -42,14 +42,14 @@ int token_format(const char *id, const char *secret, char *out, size_t len);
 /* Reads the n bytes at text as a token: id and secret (lowercase hex, NUL
  * terminated) are written to id and secret. Returns 0 or EINVAL. */
 int token_parse(const char *text, size_t n, char id[TOKEN_ID_HEX + 1],
-		char secret[TOKEN_SECRET_HEX + 1]);
+                char secret[TOKEN_SECRET_HEX + 1]);
 
 /* Decodes the n bytes of standard, padded base64 at in into out (len
  * bytes); *outn says how many. Strict: any byte outside the alphabet, a
  * length that is not a multiple of 4, misplaced padding or non-zero spare
  * bits is an error. Returns 0, EINVAL, or ENOBUFS when out is too small. */
 int token_base64_decode(const char *in, size_t n, unsigned char *out,
-			size_t len, size_t *outn);
+                        size_t len, size_t *outn);
 
 /* Finds the token in an Authorization header value: "Basic B64" whose
  * "user:password" has the token as password (or as user, with an empty
@@ -57,13 +57,13 @@ int token_base64_decode(const char *in, size_t n, unsigned char *out,
  * and secret filled in, ENOENT when value is NULL or blank (no
  * credentials), EINVAL when it holds no well-formed token. */
 int token_from_authorization(const char *value, char id[TOKEN_ID_HEX + 1],
-			     char secret[TOKEN_SECRET_HEX + 1]);
+                             char secret[TOKEN_SECRET_HEX + 1]);
 
 /* Reads a comma-separated action list ("upload,yank", blanks around words
  * allowed) into *mask. Returns 0, or EINVAL with a reason in err naming
  * the unknown word (or saying the list is empty). */
 int token_actions_parse(const char *list, unsigned *mask, char *err,
-			size_t errlen);
+                        size_t errlen);
 
 /* Writes mask as "upload,yank,delete,read" (in that order, only the bits
  * set) to out. Returns 0 or ENAMETOOLONG. */
@@ -78,7 +78,7 @@ const char *token_action_name(unsigned action);
  * list, a byte a project name cannot hold, or a list longer than
  * TOKEN_MAX_GLOBS (or than out). */
 int token_globs_normalize(const char *in, char *out, size_t len, char *err,
-			  size_t errlen);
+                          size_t errlen);
 
 /* Returns 1 when the normalised name matches any glob of the space-
  * separated list globs, else 0. */
@@ -88,7 +88,7 @@ int token_globs_match(const char *globs, const char *name);
  * s, m, h or d ("30m", "12h", "90d"), at most TOKEN_MAX_DURATION. Returns
  * 0, or EINVAL with a reason in err. */
 int token_duration_parse(const char *text, long long *seconds, char *err,
-			 size_t errlen);
+                         size_t errlen);
 
 /* Writes the stored hash of a secret: hex SHA-256 of the salt's hex
  * digits followed by the secret's. Returns 0 or ENOMEM. */

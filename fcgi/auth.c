@@ -22,7 +22,7 @@ static int forbidden(struct req *r, const char *reason)
 }
 
 int auth_allow(struct worker *w, struct req *r, int url_idx, int target_idx,
-	       unsigned action, const char *project)
+               unsigned action, const char *project)
 {
 	const struct conf *c = w->conf;
 	char id[TOKEN_ID_HEX + 1], secret[TOKEN_SECRET_HEX + 1];
@@ -32,7 +32,7 @@ int auth_allow(struct worker *w, struct req *r, int url_idx, int target_idx,
 	int rc, idx;
 
 	rc = token_from_authorization(req_env(r, "HTTP_AUTHORIZATION"), id,
-				      secret);
+	                              secret);
 	if (rc == ENOENT)
 		return unauthorized(r, "credentials required");
 	if (rc)
@@ -54,21 +54,26 @@ int auth_allow(struct worker *w, struct req *r, int url_idx, int target_idx,
 	if (token_actions_parse(t.actions, &mask, err, sizeof(err)) ||
 	    (mask & action) != action) {
 		snprintf(why, sizeof(why), "token lacks the %s action",
-			 token_action_name(action));
+		         token_action_name(action));
 		return forbidden(r, why);
 	}
 	idx = conf_index_find(c, t.index);
 	if (idx < 0 || !token_index_related(c, idx, url_idx) ||
 	    !token_index_related(c, idx, target_idx)) {
-		snprintf(why, sizeof(why), "token is for index %.100s, not "
-			 "%.100s", t.index,
-			 url_idx >= 0 && (size_t)url_idx < c->nindex ?
-			 c->index[url_idx].name : "this one");
+		snprintf(why, sizeof(why),
+		         "token is for index %.100s, not "
+		         "%.100s",
+		         t.index,
+		         url_idx >= 0 && (size_t)url_idx < c->nindex
+		             ? c->index[url_idx].name
+		             : "this one");
 		return forbidden(r, why);
 	}
 	if (project && *project && !token_globs_match(t.projects, project)) {
-		snprintf(why, sizeof(why), "token does not cover project "
-			 "%.200s", project);
+		snprintf(why, sizeof(why),
+		         "token does not cover project "
+		         "%.200s",
+		         project);
 		return forbidden(r, why);
 	}
 	return 0;

@@ -28,7 +28,7 @@
  * without the action, the index or the project; 500 when the tokens table
  * cannot be read; and returns EACCES. */
 int auth_allow(struct worker *w, struct req *r, int url_idx, int target_idx,
-	       unsigned action, const char *project);
+               unsigned action, const char *project);
 
 /* Returns 1 when reading index idx needs a token with the read action
  * (idx or any of its layers, transitively, has read = token), else 0. */

@@ -12,12 +12,12 @@
 #include "storage/db.h"
 
 static const char usage_text[] =
-	"usage: larder token add --index NAME --actions "
-	"upload,yank,delete,read\n"
-	"                        [--projects GLOB...] [--expires 90d|never] "
-	"[--note TEXT]\n"
-	"       larder token list\n"
-	"       larder token revoke ID\n";
+    "usage: larder token add --index NAME --actions "
+    "upload,yank,delete,read\n"
+    "                        [--projects GLOB...] [--expires 90d|never] "
+    "[--note TEXT]\n"
+    "       larder token list\n"
+    "       larder token revoke ID\n";
 
 /* Fills hex (2n + 1 bytes) with n random bytes in hex. Returns 0 or EIO. */
 static int random_hex(char *hex, size_t n)
@@ -38,18 +38,22 @@ static int random_hex(char *hex, size_t n)
 /* Opens the store's database; without one, says so (a command that
  * inspects must not make one). Returns 0 or 2. */
 static int open_store(const struct conf *c, int create, struct db **db,
-		      FILE *err)
+                      FILE *err)
 {
-	int rc = create ? db_open(c->data_dir, db) :
-			  db_open_existing(c->data_dir, db);
+	int rc = create ? db_open(c->data_dir, db)
+	                : db_open_existing(c->data_dir, db);
 
 	if (rc == ENOENT)
-		fprintf(err, "larder token: no larder store in %s (config: %s);"
-			" give the config with -c FILE\n", c->data_dir,
-			c->source ? c->source : "built-in defaults");
+		fprintf(err,
+		        "larder token: no larder store in %s (config: %s);"
+		        " give the config with -c FILE\n",
+		        c->data_dir,
+		        c->source ? c->source : "built-in defaults");
 	else if (rc)
-		fprintf(err, "larder token: cannot open the database in %s: "
-			"%s\n", c->data_dir, strerror(rc));
+		fprintf(err,
+		        "larder token: cannot open the database in %s: "
+		        "%s\n",
+		        c->data_dir, strerror(rc));
 	return rc ? 2 : 0;
 }
 
@@ -64,7 +68,7 @@ static int add_globs(char *globs, size_t len, const char *more)
 }
 
 static int add(const struct conf *c, int argc, char **argv, FILE *out,
-	       FILE *err)
+               FILE *err)
 {
 	const char *index = NULL, *actions = NULL, *expires = "never";
 	const char *note = "";
@@ -96,9 +100,9 @@ static int add(const struct conf *c, int argc, char **argv, FILE *out,
 			/* several globs: the flag again, or after it */
 			do {
 				if (add_globs(globs, sizeof(globs),
-					      argv[++i])) {
+				              argv[++i])) {
 					fprintf(err, "larder token add: "
-						"--projects: too long\n");
+					             "--projects: too long\n");
 					return 2;
 				}
 			} while (i + 1 < argc && strncmp(argv[i + 1], "--", 2));
@@ -108,32 +112,37 @@ static int add(const struct conf *c, int argc, char **argv, FILE *out,
 		}
 	}
 	if (!index || !actions) {
-		fprintf(err, "larder token add: --index and --actions are "
-			"required\n%s", usage_text);
+		fprintf(err,
+		        "larder token add: --index and --actions are "
+		        "required\n%s",
+		        usage_text);
 		return 2;
 	}
 	if (conf_index_find(c, index) < 0) {
-		fprintf(err, "larder token add: --index %s: no such index in "
-			"the config (%s)\n", index,
-			c->source ? c->source : "built-in defaults");
+		fprintf(err,
+		        "larder token add: --index %s: no such index in "
+		        "the config (%s)\n",
+		        index, c->source ? c->source : "built-in defaults");
 		return 2;
 	}
 	if (token_actions_parse(actions, &mask, why, sizeof(why)) ||
 	    token_globs_normalize(*globs ? globs : "*", t.projects,
-				  sizeof(t.projects), why, sizeof(why)) ||
+	                          sizeof(t.projects), why, sizeof(why)) ||
 	    token_duration_parse(expires, &ttl, why, sizeof(why))) {
 		fprintf(err, "larder token add: %s\n", why);
 		return 2;
 	}
 	if (strlen(note) >= sizeof(t.note)) {
-		fprintf(err, "larder token add: --note: longer than %zu "
-			"bytes\n", sizeof(t.note) - 1);
+		fprintf(err,
+		        "larder token add: --note: longer than %zu "
+		        "bytes\n",
+		        sizeof(t.note) - 1);
 		return 2;
 	}
 	for (const char *p = note; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
 			fprintf(err, "larder token add: --note: no control "
-				"characters (tabs, newlines)\n");
+			             "characters (tabs, newlines)\n");
 			return 2;
 		}
 	snprintf(t.index, sizeof(t.index), "%s", index);
@@ -161,7 +170,7 @@ static int add(const struct conf *c, int argc, char **argv, FILE *out,
 	}
 	if (rc) {
 		fprintf(err, "larder token add: cannot store the token: %s\n",
-			strerror(rc));
+		        strerror(rc));
 		rc = 2;
 		goto done;
 	}
@@ -204,7 +213,7 @@ static void list_one(const struct db_token *t, void *ctx)
 	else if (t->expires && l->now >= t->expires)
 		state = "expired";
 	fprintf(l->out, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t->id, t->index,
-		t->actions, t->projects, created, expires, state, t->note);
+	        t->actions, t->projects, created, expires, state, t->note);
 }
 
 static int list(const struct conf *c, int argc, FILE *out, FILE *err)
@@ -252,8 +261,7 @@ static int revoke(const struct conf *c, int argc, char **argv, FILE *err)
 	return 0;
 }
 
-int token_cmd(const struct conf *c, int argc, char **argv, FILE *out,
-	      FILE *err)
+int token_cmd(const struct conf *c, int argc, char **argv, FILE *out, FILE *err)
 {
 	if (argc >= 1 && !strcmp(argv[0], "add"))
 		return add(c, argc, argv, out, err);

@@ -21,6 +21,6 @@
  * Returns the exit status: 0 done, 1 no such token to revoke, 2 usage,
  * a bad option value (one line saying which) or an I/O error. */
 int token_cmd(const struct conf *c, int argc, char **argv, FILE *out,
-	      FILE *err);
+              FILE *err);
 
 #endif

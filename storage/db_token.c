@@ -42,8 +42,7 @@ int db_token_put(struct db *db, const struct db_token *t)
 	if (rc == SQLITE_DONE)
 		return 0;
 	/* the primary key: the id is taken */
-	if (sqlite3_extended_errcode(db->conn) ==
-	    SQLITE_CONSTRAINT_PRIMARYKEY)
+	if (sqlite3_extended_errcode(db->conn) == SQLITE_CONSTRAINT_PRIMARYKEY)
 		return EEXIST;
 	return db_fail(db, "token put");
 }
@@ -75,7 +74,7 @@ int db_token_revoke(struct db *db, const char *id)
 }
 
 int db_token_each(struct db *db,
-		  void (*fn)(const struct db_token *t, void *ctx), void *ctx)
+                  void (*fn)(const struct db_token *t, void *ctx), void *ctx)
 {
 	sqlite3_stmt *st = db_stmt(db, S_TOKEN_ALL);
 	struct db_token *all = NULL, *grown;

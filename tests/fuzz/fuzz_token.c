@@ -42,9 +42,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 			abort();
 	}
 	if (token_globs_normalize(glob_in, globs, sizeof(globs), err,
-				  sizeof(err)) == 0) {
+	                          sizeof(err)) == 0) {
 		if (token_globs_normalize(globs, again, sizeof(again), err,
-					  sizeof(err)) != 0 ||
+		                          sizeof(err)) != 0 ||
 		    strcmp(globs, again) != 0)
 			abort();
 		/* a glob matches what it spells when it has no wildcards */
