@@ -294,6 +294,18 @@ static int check_form(struct upload *u)
 	return 0;
 }
 
+/* Whether an sdist's PKG-INFO of that Metadata-Version can stand for its
+ * metadata: 2.2 or later. */
+static int sdist_metadata_reliable(const char *version)
+{
+	char *end;
+	long major = strtol(version, &end, 10), minor = 0;
+
+	if (*end == '.')
+		minor = strtol(end + 1, NULL, 10);
+	return major > 2 || (major == 2 && minor >= 2);
+}
+
 /* Checks the file, stores it and its metadata, and publishes it in the
  * hosted index at position target. Returns 0 or 1 (in u); *changed says
  * whether the index changed. */
@@ -322,7 +334,14 @@ static int publish(struct worker *w, struct upload *u, int target,
 		 info.requires_python);
 	h.size = u->size;
 	worker_make_room(w, w->db, u->size + (long long)info.metadata_len);
-	rc = blob_put(data_dir, info.metadata, info.metadata_len, h.meta_sha);
+	/* a wheel's METADATA is its PEP 658 metadata; an sdist's PKG-INFO
+	 * only from Metadata-Version 2.2 (PEP 643), which marks the fields
+	 * that a build may change: before it, nothing in it is reliable */
+	rc = 0;
+	if (info.kind == DISTNAME_WHEEL ||
+	    sdist_metadata_reliable(info.metadata_version))
+		rc = blob_put(data_dir, info.metadata, info.metadata_len,
+			      h.meta_sha);
 	dist_info_free(&info);
 	if (!rc)
 		rc = blob_commit(data_dir, u->tmp, u->fd, h.sha256);
