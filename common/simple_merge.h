@@ -18,7 +18,8 @@
 /* Merges the n pages in[0..n) (all project pages, or all project lists:
  * in[0].is_list says which) into out, in[0] first. A project page gets
  * every file of in[0], then those of in[1] whose file name it does not
- * have yet, and so on; its name is the first page's that has one; its
+ * have yet, and so on (a name one page lists twice is kept once, its
+ * first entry); its name is the first page's that has one; its
  * versions the union in order of appearance (NULL when no page had any);
  * its api-version the lowest any page claims, so that a 1.1 claim (which
  * promises sizes and the versions list) is made only when every page made
