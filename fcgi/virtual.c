@@ -183,8 +183,8 @@ out:
 }
 
 /* Merges the sources' renderings, stores both renderings of the merge and
- * writes the row p (old, when not NULL, is the row it replaces). filter: globs of
- * names taken out of the cache leaves' project lists. Returns 0 or an
+ * writes the row p (old, when not NULL, is the row it replaces). filter:
+ * globs of names taken out of the cache leaves' project lists. Returns 0 or an
  * errno with the reason in err; ENOENT when a source's rendering is gone
  * (*gone says which source). */
 static int merge_store(struct worker *w, const struct conf_index *ix,
@@ -296,9 +296,9 @@ static void gather(struct worker *w, const int *leaf, size_t nleaf,
 		if (!with_cache && c->index[leaf[i]].type == CONF_INDEX_CACHE)
 			continue;
 		*why = '\0';
-		rc = pages_get_leaf(w, leaf[i], project, may_skip || allowed > 1,
-				    &s[*n].row, &s[*n].cache, why,
-				    sizeof(why));
+		rc = pages_get_leaf(w, leaf[i], project,
+				    may_skip || allowed > 1, &s[*n].row,
+				    &s[*n].cache, why, sizeof(why));
 		if (rc == 0) {
 			s[(*n)++].idx = leaf[i];
 		} else if (rc != ENOENT && !*first) {
@@ -320,7 +320,6 @@ int virtual_get(struct worker *w, int idx, const char *project, int may_skip,
 	char key[sizeof(p->etag)], why[1024];
 	int leaf[CONF_MAX_INDEXES], first, have, worst = 0, rc;
 	size_t nleaf = 0, n, soonest = 0, gone;
-	long long now;
 
 	flatten(c, idx, leaf, &nleaf);
 	for (int attempt = 0;; attempt++) {
@@ -342,7 +341,7 @@ int virtual_get(struct worker *w, int idx, const char *project, int may_skip,
 			*p = s[0].row;
 			*cache = s[0].cache;
 			drop_merged(w, ix, project);
-			return 0;
+			goto partial;
 		}
 		soonest = 0;
 		worst = 0;
@@ -376,7 +375,8 @@ int virtual_get(struct worker *w, int idx, const char *project, int may_skip,
 		}
 		if (rc) {
 			snprintf(err, errlen, "%s", why);
-			return rc;
+			/* still gone after a second look: not a 404 */
+			return rc == ENOENT ? EIO : rc;
 		}
 		pages_collect(w);
 		break;
@@ -385,13 +385,13 @@ int virtual_get(struct worker *w, int idx, const char *project, int may_skip,
 	 * a leaf is missing from it */
 	p->fetched_at = s[soonest].row.fetched_at;
 	p->ttl = s[soonest].row.ttl;
-	if (first) {
-		now = (long long)time(NULL);
-		p->fetched_at = now;
-		p->ttl = 0;
-	}
 	*cache = worst == 3 ? "STALE" : worst == 2 ? "MISS" :
 		 worst == 1 ? "REVALIDATED" : "HIT";
+partial:
+	if (first) {
+		p->fetched_at = (long long)time(NULL);
+		p->ttl = 0;
+	}
 	return 0;
 }
 

@@ -24,7 +24,7 @@
  * position idx, as pages_get() does (same returns, *p and *cache); may_skip
  * as for a cache index: the caller could answer without it. A leaf that
  * fails while another has the page is left out (with a warning) and the
- * answer is stale at once; when every allowed leaf fails the first error
+ * answer is stale at once (fetched_at now, ttl 0: no cache keeps it); when every allowed leaf fails the first error
  * is returned with its reason in err. */
 int virtual_get(struct worker *w, int idx, const char *project, int may_skip,
 		struct db_page *p, const char **cache, char *err,

@@ -299,3 +299,20 @@ def test_one_source_is_served_as_is(two):
     assert r.status == 200
     with open(fh.blob_file(st.data_dir, leaf[4]), "rb") as f:
         assert r.body == f.read()
+
+
+def test_failing_layer_leaves_the_others(two):
+    """The second upstream fails with no stale copy: the page is what the
+    first has, stale at once (so nobody keeps it), and the failure is in
+    the log."""
+    st, second, sd = two
+    second.control(status={"/simple/larder-demo-a/": 503})
+    r = st.get(page_path("both", "larder-demo-a"), accept=PIP_ACCEPT)
+    assert r.status == 200, r
+    assert set(files_of(r.json())) == {A10, A11}
+    assert r.header("Expires") == "Thu, 01 Jan 1970 00:00:01 GMT", r.header("Expires")
+    assert "serving what the other layers have" in st.larder.log_text()
+    # every allowed layer failing is the first failure, as before
+    st.standin.control(status={"/simple/larder-demo-a/": 503})
+    r = st.get(page_path("private", "larder-demo-a"), accept=PIP_ACCEPT)
+    assert r.status == 404, r

@@ -174,7 +174,8 @@ T(merge_lists)
 {
 	static const char a[] = "{\"meta\":{\"api-version\":\"1.0\"},"
 				"\"projects\":[{\"name\":\"Zeta\"},"
-				"{\"name\":\"corp_lib\"},{\"name\":\"alpha\"}]}";
+				"{\"name\":\"corp_lib\"},"
+				"{\"name\":\"alpha\"}]}";
 	static const char b[] = "{\"meta\":{\"api-version\":\"1.1\"},"
 				"\"projects\":[{\"name\":\"Corp.Lib\"},"
 				"{\"name\":\"beta\"},{\"name\":\"zeta\"}]}";
@@ -188,7 +189,8 @@ T(merge_lists)
 	if (out.nprojects == 4) {
 		CHECK_STR(out.projects[0], "alpha");
 		CHECK_STR(out.projects[1], "beta");
-		CHECK_STR(out.projects[2], "corp_lib"); /* the first's spelling */
+		/* the first list's spelling */
+		CHECK_STR(out.projects[2], "corp_lib");
 		CHECK_STR(out.projects[3], "Zeta");
 	}
 	CHECK_INT(simple_merge_drop(&out, "corp-* x?z"), 1);
