@@ -13,26 +13,12 @@
 #include "common/simple.h"
 #include "fcgi/auth.h"
 #include "fcgi/hosted.h"
+#include "fcgi/pages.h"
 #include "storage/blob.h"
 #include "storage/lru.h"
 
 /* The most a rendering of a hosted page may take. */
 #define MAX_RENDERING (64L << 20)
-
-/* Notes the renderings of old that p no longer uses as garbage. */
-static int forget_renderings(struct worker *w, const struct db_page *old,
-			     const struct db_page *p, long long now)
-{
-	int rc = 0;
-
-	if (*old->json_sha && strcmp(old->json_sha, p->json_sha) != 0 &&
-	    strcmp(old->json_sha, p->html_sha) != 0)
-		rc = db_garbage_add(w->db, old->json_sha, now);
-	if (!rc && *old->html_sha && strcmp(old->html_sha, p->html_sha) != 0 &&
-	    strcmp(old->html_sha, p->json_sha) != 0)
-		rc = db_garbage_add(w->db, old->html_sha, now);
-	return rc;
-}
 
 /* Collects the project list: ctx is a struct list. */
 struct list {
@@ -166,7 +152,7 @@ static int render(struct worker *w, const struct conf_index *ix,
 		if (have)
 			rc = db_page_delete(w->db, ix->name, project);
 		if (!rc && have)
-			rc = forget_renderings(w, &old, &p, now);
+			rc = pages_note_replaced(w, &old, &p, now);
 		goto out;
 	}
 	if (!rc)
@@ -188,7 +174,7 @@ static int render(struct worker *w, const struct conf_index *ix,
 	p.ttl = HOSTED_TTL;
 	rc = db_page_put(w->db, ix->name, project, &p);
 	if (!rc && have)
-		rc = forget_renderings(w, &old, &p, now);
+		rc = pages_note_replaced(w, &old, &p, now);
 	if (!rc)
 		lru_added((long long)(json.len + html.len));
 out:

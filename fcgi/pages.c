@@ -11,6 +11,7 @@
 #include "common/html.h"
 #include "common/log.h"
 #include "common/simple.h"
+#include "fcgi/hosted.h"
 #include "fcgi/pages.h"
 #include "fcgi/virtual.h"
 #include "storage/blob.h"
@@ -458,10 +459,13 @@ void pages_forget_missing(struct worker *w, int idx, const char *project)
 				blob_exists(w->conf->data_dir, p.html_sha)))
 		return;
 	if (ix->type == CONF_INDEX_HOSTED) {
-		/* never fetched: its rows are the truth, render it again
-		 * (hosted_render, fcgi/hosted.h: the lead's) */
+		char err[1024];
+
+		/* never fetched: its rows are the truth, render it again */
 		log_warn(0, ix->name, "%s: a rendering is missing from the "
-			 "store", project);
+			 "store: rendering the page again", project);
+		if (hosted_render(w, idx, project, err, sizeof(err)))
+			log_error(0, ix->name, "%s", err);
 		return;
 	}
 	log_warn(0, ix->name, "%s: a rendering is missing from the "
