@@ -98,3 +98,45 @@ int names_is_filename(const char *s)
 	}
 	return 1;
 }
+
+/* Whether the glob of gn bytes matches all of name: '*' any run, '?' one
+ * byte. Iterative, remembering the last '*'. */
+static int glob_match(const char *g, size_t gn, const char *name)
+{
+	size_t gi = 0, ni = 0, nn = strlen(name);
+	size_t star = (size_t)-1, resume = 0;
+
+	while (ni < nn) {
+		if (gi < gn && g[gi] == '*') {
+			star = gi++;
+			resume = ni;
+		} else if (gi < gn && (g[gi] == '?' || g[gi] == name[ni])) {
+			gi++;
+			ni++;
+		} else if (star != (size_t)-1) {
+			gi = star + 1;
+			ni = ++resume;
+		} else {
+			return 0;
+		}
+	}
+	while (gi < gn && g[gi] == '*')
+		gi++;
+	return gi == gn;
+}
+
+int names_globs_match(const char *globs, const char *name)
+{
+	size_t n;
+
+	if (!globs || !name)
+		return 0;
+	for (const char *g = globs; *g; g += n) {
+		while (*g == ' ')
+			g++;
+		n = strcspn(g, " ");
+		if (n && glob_match(g, n, name))
+			return 1;
+	}
+	return 0;
+}

@@ -22,4 +22,10 @@ int names_is_sha256(const char *s);
  * bytes of [A-Za-z0-9._+!~-], not starting with '.', else 0. */
 int names_is_filename(const char *s);
 
+/* Returns 1 when the normalised name matches one of the space-separated
+ * globs ('*' any run, '?' one character), else 0; NULL or "" globs match
+ * nothing. Linear space, at most glob-length times name-length steps: no
+ * glob is exponential. (Project globs of tokens and protected_names.) */
+int names_globs_match(const char *globs, const char *name);
+
 #endif

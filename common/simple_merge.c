@@ -262,48 +262,6 @@ out:
 	return err;
 }
 
-/* Whether name[0..) matches the glob g[0..glen). Iterative, with one
- * backtrack point: linear in practice, never exponential. */
-static int glob_match(const char *g, size_t glen, const char *name)
-{
-	size_t gi = 0, star = (size_t)-1;
-	const char *s = name, *mark = NULL;
-
-	while (*s) {
-		if (gi < glen && (g[gi] == '?' || g[gi] == *s)) {
-			gi++;
-			s++;
-		} else if (gi < glen && g[gi] == '*') {
-			star = gi++;
-			mark = s;
-		} else if (star != (size_t)-1) {
-			gi = star + 1;
-			s = ++mark;
-		} else {
-			return 0;
-		}
-	}
-	while (gi < glen && g[gi] == '*')
-		gi++;
-	return gi == glen;
-}
-
-int simple_merge_glob(const char *globs, const char *name)
-{
-	size_t n;
-
-	if (!globs || !name)
-		return 0;
-	for (const char *g = globs; *g; g += n) {
-		while (*g == ' ')
-			g++;
-		n = strcspn(g, " ");
-		if (n && glob_match(g, n, name))
-			return 1;
-	}
-	return 0;
-}
-
 size_t simple_merge_drop(struct simple_page *p, const char *globs)
 {
 	char norm[NAMES_MAX_PROJECT + 1];
@@ -313,7 +271,7 @@ size_t simple_merge_drop(struct simple_page *p, const char *globs)
 		return 0;
 	for (size_t i = 0; i < p->nprojects; i++) {
 		if (names_normalize(p->projects[i], norm, sizeof(norm)) == 0 &&
-		    simple_merge_glob(globs, norm)) {
+		    names_globs_match(globs, norm)) {
 			free(p->projects[i]);
 			continue;
 		}

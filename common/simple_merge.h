@@ -32,13 +32,8 @@
 int simple_merge(const struct simple_page *in, size_t n,
 		 struct simple_page *out);
 
-/* Returns 1 when name matches one of the space-separated globs ('*' any
- * run of characters, '?' exactly one, anything else itself), else 0.
- * NULL or "" globs match nothing. */
-int simple_merge_glob(const char *globs, const char *name);
-
 /* Takes out of the project list p every name whose normalised form
- * matches one of globs (simple_merge_glob). Returns how many went. */
+ * matches one of globs (names_globs_match). Returns how many went. */
 size_t simple_merge_drop(struct simple_page *p, const char *globs);
 
 /* Writes the normalised project names the distribution file filename may

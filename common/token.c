@@ -308,49 +308,6 @@ too_long:
 	return EINVAL;
 }
 
-/* Whether the glob of gn bytes matches all of name: '*' any run, '?' one
- * byte. Iterative, remembering the last '*' (no recursion: linear space,
- * at most length-of-glob times length-of-name steps). */
-static int glob_match(const char *g, size_t gn, const char *name)
-{
-	size_t gi = 0, ni = 0, nn = strlen(name);
-	size_t star = (size_t)-1, resume = 0;
-
-	while (ni < nn) {
-		if (gi < gn && g[gi] == '*') {
-			star = gi++;
-			resume = ni;
-		} else if (gi < gn && (g[gi] == '?' || g[gi] == name[ni])) {
-			gi++;
-			ni++;
-		} else if (star != (size_t)-1) {
-			gi = star + 1;
-			ni = ++resume;
-		} else {
-			return 0;
-		}
-	}
-	while (gi < gn && g[gi] == '*')
-		gi++;
-	return gi == gn;
-}
-
-int token_globs_match(const char *globs, const char *name)
-{
-	const char *p = globs;
-	size_t n;
-
-	while (*p) {
-		while (*p == ' ')
-			p++;
-		n = strcspn(p, " ");
-		if (n && glob_match(p, n, name))
-			return 1;
-		p += n;
-	}
-	return 0;
-}
-
 int token_duration_parse(const char *text, long long *seconds, char *err,
                          size_t errlen)
 {

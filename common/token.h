@@ -80,9 +80,6 @@ const char *token_action_name(unsigned action);
 int token_globs_normalize(const char *in, char *out, size_t len, char *err,
                           size_t errlen);
 
-/* Returns 1 when the normalised name matches any glob of the space-
- * separated list globs, else 0. */
-int token_globs_match(const char *globs, const char *name);
 
 /* Reads a duration: "never" (*seconds 0) or a positive number with a unit
  * s, m, h or d ("30m", "12h", "90d"), at most TOKEN_MAX_DURATION. Returns

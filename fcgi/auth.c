@@ -69,7 +69,7 @@ int auth_allow(struct worker *w, struct req *r, int url_idx, int target_idx,
 		             : "this one");
 		return forbidden(r, why);
 	}
-	if (project && *project && !token_globs_match(t.projects, project)) {
+	if (project && *project && !names_globs_match(t.projects, project)) {
 		snprintf(why, sizeof(why),
 		         "token does not cover project "
 		         "%.200s",

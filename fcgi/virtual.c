@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/names.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/simple.h"
@@ -74,7 +75,7 @@ static int cache_allowed(struct worker *w, const struct conf_index *ix,
 		return 0;
 	if (!*project)
 		return 1;
-	if (simple_merge_glob(ix->protected_names, project))
+	if (names_globs_match(ix->protected_names, project))
 		return 0;
 	return ix->policy != CONF_POLICY_PRIVATE_FIRST ||
 	       !hosted_has(w, leaf, n, project);

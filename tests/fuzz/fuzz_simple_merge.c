@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/names.h"
 #include "common/simple.h"
 #include "common/simple_merge.h"
 
@@ -109,7 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	globs = part(d, n, &at, &glen);
 	filename = part(d, n, &at, &flen);
 	check_names(filename);
-	simple_merge_glob(globs, filename);
+	names_globs_match(globs, filename);
 	if (simple_parse_json(a, alen, &o, list, &in[0], err, sizeof(err)))
 		goto out;
 	if (simple_parse_json(b, blen, &o, list, &in[1], err, sizeof(err))) {

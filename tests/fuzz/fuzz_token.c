@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/names.h"
 #include "common/token.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
@@ -48,10 +49,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		    strcmp(globs, again) != 0)
 			abort();
 		/* a glob matches what it spells when it has no wildcards */
-		if (!strpbrk(globs, "*? ") && !token_globs_match(globs, globs))
+		if (!strpbrk(globs, "*? ") && !names_globs_match(globs, globs))
 			abort();
-		token_globs_match(globs, auth);
-		if (!token_globs_match("*", globs))
+		names_globs_match(globs, auth);
+		if (!names_globs_match("*", globs))
 			abort();
 	}
 	if (token_actions_parse(actions, &mask, err, sizeof(err)) == 0) {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/names.h"
 #include "common/conf.h"
 #include "common/token.h"
 #include "tests/unit/t.h"
@@ -164,26 +165,26 @@ T(globs)
 		  EINVAL);
 	CHECK_INT(token_globs_normalize("abcde", out, 6, err, sizeof(err)), 0);
 
-	CHECK_INT(token_globs_match("*", "anything"), 1);
-	CHECK_INT(token_globs_match("corp-*", "corp-lib"), 1);
-	CHECK_INT(token_globs_match("corp-*", "corp-"), 1);
-	CHECK_INT(token_globs_match("corp-*", "corp"), 0);
-	CHECK_INT(token_globs_match("corp-*", "xcorp-lib"), 0);
-	CHECK_INT(token_globs_match("a?c", "abc"), 1);
-	CHECK_INT(token_globs_match("a?c", "ac"), 0);
-	CHECK_INT(token_globs_match("a?c", "abbc"), 0);
-	CHECK_INT(token_globs_match("*-lib", "corp-x-lib"), 1);
-	CHECK_INT(token_globs_match("*a*b*c", "xxaxxbxxc"), 1);
-	CHECK_INT(token_globs_match("*a*b*c", "xxaxxcxxb"), 0);
-	CHECK_INT(token_globs_match("foo bar-* baz", "bar-1"), 1);
-	CHECK_INT(token_globs_match("foo bar-* baz", "baz"), 1);
-	CHECK_INT(token_globs_match("foo bar-* baz", "ba"), 0);
-	CHECK_INT(token_globs_match("", "x"), 0);
-	CHECK_INT(token_globs_match("**", ""), 1);
-	CHECK_INT(token_globs_match("?", ""), 0);
+	CHECK_INT(names_globs_match("*", "anything"), 1);
+	CHECK_INT(names_globs_match("corp-*", "corp-lib"), 1);
+	CHECK_INT(names_globs_match("corp-*", "corp-"), 1);
+	CHECK_INT(names_globs_match("corp-*", "corp"), 0);
+	CHECK_INT(names_globs_match("corp-*", "xcorp-lib"), 0);
+	CHECK_INT(names_globs_match("a?c", "abc"), 1);
+	CHECK_INT(names_globs_match("a?c", "ac"), 0);
+	CHECK_INT(names_globs_match("a?c", "abbc"), 0);
+	CHECK_INT(names_globs_match("*-lib", "corp-x-lib"), 1);
+	CHECK_INT(names_globs_match("*a*b*c", "xxaxxbxxc"), 1);
+	CHECK_INT(names_globs_match("*a*b*c", "xxaxxcxxb"), 0);
+	CHECK_INT(names_globs_match("foo bar-* baz", "bar-1"), 1);
+	CHECK_INT(names_globs_match("foo bar-* baz", "baz"), 1);
+	CHECK_INT(names_globs_match("foo bar-* baz", "ba"), 0);
+	CHECK_INT(names_globs_match("", "x"), 0);
+	CHECK_INT(names_globs_match("**", ""), 1);
+	CHECK_INT(names_globs_match("?", ""), 0);
 	/* a star is a wildcard even facing a star */
-	CHECK_INT(token_globs_match("*", "*a"), 1);
-	CHECK_INT(token_globs_match("a*", "a*b"), 1);
+	CHECK_INT(names_globs_match("*", "*a"), 1);
+	CHECK_INT(names_globs_match("a*", "a*b"), 1);
 }
 
 T(durations)
