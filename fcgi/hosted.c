@@ -171,7 +171,7 @@ static int render(struct worker *w, const struct conf_index *ix,
 		goto out;
 	p.status = 200;
 	p.fetched_at = now;
-	p.ttl = HOSTED_TTL;
+	p.ttl = 0; /* its freshness is pages.c's (HOSTED_FRESH) */
 	rc = db_page_put(w->db, ix->name, project, &p);
 	if (!rc && have)
 		rc = pages_note_replaced(w, &old, &p, now);

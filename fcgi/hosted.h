@@ -1,9 +1,10 @@
 /* hosted: the files uploaded to a hosted index, and its pages.
  *
  * A hosted index's pages are rows of the pages table like a cache index's,
- * always fresh: they are rendered again, in the transaction that changes
- * the files, on every upload, yank, unyank and removal. So a warm hosted
- * page costs what a warm cache page does. Its files are listed in the
+ * rendered again, in the transaction that changes the files, on every
+ * upload, yank, unyank and removal: so a warm hosted page costs what a
+ * warm cache page does. The rows are always current; to the outside they
+ * are fresh for HOSTED_FRESH, and never evicted (storage/db_blob.c). Its files are listed in the
  * files table with no upstream URL: the store holds the only copy, which
  * eviction never takes (storage/db_blob.c).
  */
@@ -17,8 +18,9 @@
 #include "fcgi/worker.h"
 #include "storage/db.h"
 
-/* How long a hosted page is fresh: as good as forever. */
-#define HOSTED_TTL (10L * 365 * 24 * 3600)
+/* How long a client or the web server may keep a hosted page without
+ * asking again (seconds): an upload is visible everywhere after that. */
+#define HOSTED_FRESH 1
 
 /* Renders the page of project ("" for the project list) of the hosted
  * index at position idx from its rows again, in a transaction of its own:

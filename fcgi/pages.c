@@ -415,6 +415,12 @@ static int hosted_get(struct worker *w, const struct conf_index *ix,
 {
 	if (db_page_get(w->db, ix->name, project, p) || p->status != 200)
 		return ENOENT;
+	/* rendered on every change, so always current here; to clients and
+	 * the web server's page cache (and so to a virtual index's merge) it
+	 * is fresh for the second it is sent in: an upload shows at once,
+	 * and a burst still costs larder one answer a second */
+	p->fetched_at = (long long)time(NULL);
+	p->ttl = HOSTED_FRESH;
 	*cache = "HIT";
 	return 0;
 }

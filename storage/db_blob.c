@@ -115,9 +115,10 @@ static long long count_of(sqlite3_stmt *st)
 int db_blob_evict(struct db *db, const char *sha256, long long now, int dry_run)
 {
 	/* a body a registry ref names; an uploaded file or its metadata
-	 * (the only copy there is); a rendering of a fresh page (a hosted
-	 * index's pages are always fresh), or of a page whose refresh is
-	 * under way (it may renew the row as it is) */
+	 * (the only copy there is); a rendering of a fresh page, of a
+	 * hosted index's page (rendered from its rows, never fetched), or
+	 * of a page whose refresh is under way (it may renew the row as it
+	 * is) */
 	static const char kept[] =
 	    "SELECT (SELECT count(*) FROM oci_refs WHERE sha256 = ?1)"
 	    " + (SELECT count(*) FROM hosted WHERE sha256 = ?1)"
@@ -125,7 +126,9 @@ int db_blob_evict(struct db *db, const char *sha256, long long now, int dry_run)
 	    " + (SELECT count(*) FROM pages"
 	    "    WHERE (json_sha = ?1 OR html_sha = ?1)"
 	    "    AND (fetched_at + ttl > ?2 OR EXISTS (SELECT 1 FROM flights"
-	    "         WHERE key = 'page:' || idx || ':' || project)))";
+	    "         WHERE key = 'page:' || idx || ':' || project)"
+	    "         OR EXISTS (SELECT 1 FROM hosted"
+	    "         WHERE hosted.idx = pages.idx)))";
 	static const char *const drop[] = {
 	    /* the page's other rendering: due for the replaced-rendering
 	     * collector at once (fcgi/pages.c pages_collect) */
