@@ -325,6 +325,86 @@ T(blob_evict)
 	remove_db(dir);
 }
 
+static void count_project(const char *project, void *ctx)
+{
+	char *names = ctx;
+
+	strcat(names, project);
+	strcat(names, " ");
+}
+
+T(hosted_rows)
+{
+	char dir[] = "/tmp/larder-test-db-XXXXXX", s[4][65], names[64] = "";
+	struct db_hosted h = {.size = 5, .uploaded_at = 100}, got, *rows;
+	struct db_page p = {.status = 200, .fetched_at = 100, .ttl = 0};
+	struct db *db = NULL;
+	size_t n = 0;
+	long changed = -1, refs = -1;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp failed");
+		return;
+	}
+	for (int i = 0; i < 4; i++)
+		snprintf(s[i], 65, "%02d%062d", i + 10, 0);
+	CHECK_INT(db_open(dir, &db), 0);
+	snprintf(h.project, sizeof(h.project), "corp-lib");
+	snprintf(h.version, sizeof(h.version), "1.0");
+	snprintf(h.filename, sizeof(h.filename), "corp_lib-1.0.tar.gz");
+	snprintf(h.sha256, sizeof(h.sha256), "%s", s[0]);
+	snprintf(h.meta_sha, sizeof(h.meta_sha), "%s", s[1]);
+	CHECK_INT(db_hosted_put(db, "priv", &h), 0);
+	snprintf(h.filename, sizeof(h.filename), "corp_lib-1.0-py3-none-any.whl");
+	h.uploaded_at = 101;
+	CHECK_INT(db_hosted_put(db, "priv", &h), 0);
+	snprintf(h.project, sizeof(h.project), "other");
+	snprintf(h.filename, sizeof(h.filename), "other-2.0.tar.gz");
+	CHECK_INT(db_hosted_put(db, "priv", &h), 0);
+	CHECK_INT(db_hosted_put(db, "elsewhere", &h), 0);
+
+	CHECK_INT(db_hosted_get(db, "priv", "corp_lib-1.0.tar.gz", &got), 0);
+	CHECK_STR(got.sha256, s[0]);
+	CHECK_INT(got.uploaded_at, 100);
+	CHECK_INT(db_hosted_get(db, "elsewhere", "corp_lib-1.0.tar.gz", &got),
+		  ENOENT);
+	CHECK_INT(db_hosted_project(db, "priv", "corp-lib", &rows, &n), 0);
+	CHECK_INT(n, 2);
+	if (n == 2)
+		CHECK_STR(rows[1].filename, "corp_lib-1.0-py3-none-any.whl");
+	free(rows);
+	CHECK_INT(db_hosted_projects(db, "priv", count_project, names), 0);
+	CHECK_STR(names, "corp-lib other ");
+
+	CHECK_INT(db_hosted_yank(db, "priv", "corp-lib", "1.0", 1, "broken",
+				 &changed), 0);
+	CHECK_INT(changed, 2);
+	CHECK_INT(db_hosted_get(db, "priv", "corp_lib-1.0.tar.gz", &got), 0);
+	CHECK_INT(got.yanked, 1);
+	CHECK_STR(got.yanked_reason, "broken");
+	CHECK_INT(db_hosted_yank(db, "priv", "corp-lib", "9", 1, "", &changed),
+		  0);
+	CHECK_INT(changed, 0);
+
+	/* an uploaded file, its metadata and a hosted page's renderings are
+	 * never evicted, and count as references */
+	for (int i = 0; i < 4; i++)
+		CHECK_INT(db_blob_add_at(db, s[i], 10, 50), 0);
+	snprintf(p.json_sha, sizeof(p.json_sha), "%s", s[2]);
+	snprintf(p.html_sha, sizeof(p.html_sha), "%s", s[3]);
+	CHECK_INT(db_page_put(db, "priv", "corp-lib", &p), 0);
+	for (int i = 0; i < 4; i++)
+		CHECK_INT(db_blob_evict(db, s[i], 1000, 0), EBUSY);
+	CHECK_INT(db_refs(db, s[1], &refs), 0);
+	CHECK_INT(refs, 4); /* four rows name that metadata */
+
+	CHECK_INT(db_hosted_delete(db, "priv", "corp_lib-1.0.tar.gz"), 0);
+	CHECK_INT(db_hosted_get(db, "priv", "corp_lib-1.0.tar.gz", &got),
+		  ENOENT);
+	db_close(db);
+	remove_db(dir);
+}
+
 static void collect_token(const struct db_token *t, void *ctx)
 {
 	char *seen = ctx;
@@ -388,6 +468,7 @@ int main(void)
 {
 	RUN(token_rows);
 	RUN(blob_evict);
+	RUN(hosted_rows);
 	RUN(blob_rows);
 	RUN(schema_2_upgrades);
 	RUN(open_race_on_fresh_store);
