@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -413,8 +414,24 @@ static int hosted_get(struct worker *w, const struct conf_index *ix,
 		      const char *project, struct db_page *p,
 		      const char **cache)
 {
-	if (db_page_get(w->db, ix->name, project, p) || p->status != 200)
-		return ENOENT;
+	struct db_hosted *rows = NULL;
+	char err[1024];
+	size_t n = 0;
+
+	if (db_page_get(w->db, ix->name, project, p) || p->status != 200) {
+		/* its row went (fsck --repair, an eviction race) while its
+		 * files are there: render it again; a project it does not
+		 * have costs one read */
+		if (db_hosted_project(w->db, ix->name, project, &rows, &n) ||
+		    (!n && *project))
+			return ENOENT;
+		free(rows);
+		if (hosted_render(w, (int)(ix - w->conf->index), project, err,
+				  sizeof(err)) ||
+		    db_page_get(w->db, ix->name, project, p) ||
+		    p->status != 200)
+			return ENOENT;
+	}
 	/* rendered on every change, so always current here; to clients and
 	 * the web server's page cache (and so to a virtual index's merge) it
 	 * is fresh for the second it is sent in: an upload shows at once,

@@ -330,6 +330,13 @@ int db_hosted_yank(struct db *db, const char *index, const char *project,
 /* Forgets the file filename of index. Returns 0 or EIO. */
 int db_hosted_delete(struct db *db, const char *index, const char *filename);
 
+/* Calls fn for every file of every hosted index, after reading them all.
+ * Returns 0, ENOMEM, or EIO. */
+int db_hosted_each(struct db *db,
+		   void (*fn)(const char *index, const struct db_hosted *h,
+			      void *ctx),
+		   void *ctx);
+
 /* An upload or read token, as stored: the secret itself never is. */
 struct db_token {
 	char id[33];              /* the token's public part, hex */

@@ -157,3 +157,39 @@ int db_hosted_delete(struct db *db, const char *index, const char *filename)
 	BIND_TEXT(st, 2, filename);
 	return db_run(db, st, "hosted delete");
 }
+
+int db_hosted_each(struct db *db,
+		   void (*fn)(const char *index, const struct db_hosted *h,
+			      void *ctx),
+		   void *ctx)
+{
+	sqlite3_stmt *st = db_stmt(db, S_HOSTED_ALL);
+	struct row {
+		char index[101];
+		struct db_hosted h;
+	} *all = NULL, *grown;
+	size_t n = 0, cap = 0;
+	int err = 0, rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(all, cap * sizeof(*all));
+			if (!grown) {
+				err = ENOMEM;
+				break;
+			}
+			all = grown;
+		}
+		read_row(st, &all[n].h);
+		db_text(st, 10, all[n].index, sizeof(all[n].index));
+		n++;
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = db_fail(db, "hosted each");
+	sqlite3_reset(st);
+	for (size_t i = 0; !err && i < n; i++)
+		fn(all[i].index, &all[i].h, ctx);
+	free(all);
+	return err;
+}

@@ -223,6 +223,25 @@ static void check_inventory(const char *sha256, long long size, void *vctx)
 	}
 }
 
+/* An uploaded file has no upstream to come back from: a missing blob is
+ * a loss to report (restore it from a backup, or upload it again on a
+ * volatile index). */
+static void check_upload(const char *index, const struct db_hosted *h,
+			 void *vctx)
+{
+	struct ctx *c = vctx;
+
+	if (!blob_exists(c->data_dir, h->sha256)) {
+		c->r->lost_uploads++;
+		fprintf(c->out, "lost upload: [%s] %s: not in the store\n",
+			index, h->filename);
+	} else if (*h->meta_sha && !blob_exists(c->data_dir, h->meta_sha)) {
+		c->r->lost_uploads++;
+		fprintf(c->out, "lost upload: [%s] %s: its metadata is not "
+			"in the store\n", index, h->filename);
+	}
+}
+
 static void check_flight(const char *key, const struct db_flight *row,
 			 void *vctx)
 {
@@ -291,14 +310,18 @@ int fsck_run(struct db *db, const char *data_dir, int repair, long grace,
 		err = db_flight_each(db, check_flight, &c);
 	if (!err)
 		err = db_blob_each(db, check_inventory, &c);
+	if (!err)
+		err = db_hosted_each(db, check_upload, &c);
 	snprintf(dir, sizeof(dir), "%s/tmp", data_dir);
 	each_entry(dir, check_temp, &c, NULL);
 	fprintf(out, "%ld blobs, %ld bad, %ld unreferenced; %ld pages, %ld "
 		"dangling; %ld dead claims; %ld stray temp files; database %s; "
-		"%ld repaired; %ld inventory rows without blob\n",
+		"%ld repaired; %ld inventory rows without blob; %ld lost "
+		"uploads\n",
 		r->blobs, r->bad_blobs, r->unreferenced, r->pages,
 		r->dangling_pages, r->dead_flights, r->stray_temps,
-		r->db_bad ? "BAD" : "ok", r->repaired, r->lost_rows);
+		r->db_bad ? "BAD" : "ok", r->repaired, r->lost_rows,
+		r->lost_uploads);
 	return err;
 }
 
@@ -306,5 +329,5 @@ int fsck_clean(const struct fsck_report *r)
 {
 	return !r->bad_blobs && !r->dangling_pages && !r->unreferenced &&
 	       !r->dead_flights && !r->stray_temps && !r->db_bad &&
-	       !r->lost_rows;
+	       !r->lost_rows && !r->lost_uploads;
 }

@@ -6,7 +6,9 @@
  * a rendering a refresh replaced, which the collector deletes after
  * gc_grace); every flight claim must be held by a live owner; no temp file
  * may be left unlocked; every inventory row (db_blob) must name a blob
- * in the store; the SQLite database must pass quick_check. With
+ * in the store; every file uploaded to a hosted index, and its
+ * metadata, must be in the store (it is the only copy: a loss is reported,
+ * never repaired); the SQLite database must pass quick_check. With
  * repair, bad blobs are moved to DATA/quarantine/, dangling page rows are
  * dropped (the page is fetched again), unreferenced blobs are deleted,
  * dead claims, orphaned temp files and inventory rows without their blob
@@ -28,6 +30,8 @@ struct fsck_report {
 	long dead_flights;   /* claims nobody holds */
 	long stray_temps;    /* unlocked temp files */
 	long lost_rows;      /* inventory rows whose blob is gone */
+	long lost_uploads;   /* hosted files (or their metadata) whose blob
+	                        is gone: the only copy; not repairable */
 	long repaired;
 	int db_bad;          /* quick_check failed */
 };
