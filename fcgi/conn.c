@@ -277,7 +277,17 @@ static enum conn_state parse(struct conn *c)
 				return CONN_CLOSED;
 			}
 			cl = conn_env(c, "CONTENT_LENGTH");
-			c->has_body = cl && strtoll(cl, NULL, 10) > 0;
+			/* a chunked upload comes with no length (nginx with
+			 * fastcgi_request_buffering off passes it on as it
+			 * comes): a POST or PUT without one has a body too */
+			if (cl && *cl) {
+				c->has_body = strtoll(cl, NULL, 10) > 0;
+			} else {
+				const char *m = conn_env(c, "REQUEST_METHOD");
+
+				c->has_body = m && (!strcmp(m, "POST") ||
+						    !strcmp(m, "PUT"));
+			}
 			if (c->has_body)
 				return CONN_READY;
 			break;

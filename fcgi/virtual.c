@@ -320,7 +320,7 @@ int virtual_get(struct worker *w, int idx, const char *project, int may_skip,
 	const char *filter = NULL;
 	char key[sizeof(p->etag)], why[1024];
 	int leaf[CONF_MAX_INDEXES], first, have, worst = 0, rc;
-	size_t nleaf = 0, n, soonest = 0, gone;
+	size_t nleaf = 0, n, soonest = 0, gone = 0;
 
 	flatten(c, idx, leaf, &nleaf);
 	for (int attempt = 0;; attempt++) {
