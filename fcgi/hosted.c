@@ -253,6 +253,21 @@ static int forget_file(struct worker *w, const char *index,
 	return rc;
 }
 
+int hosted_conflicts(struct worker *w, int idx, const char *filename,
+		     const char *sha256, char *err, size_t errlen)
+{
+	const struct conf_index *ix = &w->conf->index[idx];
+	struct db_hosted old;
+
+	if (ix->is_volatile ||
+	    db_hosted_get(w->db, ix->name, filename, &old) != 0 ||
+	    strcmp(old.sha256, sha256) == 0)
+		return 0;
+	snprintf(err, errlen, "%s exists already, with other contents (files "
+		 "of %s cannot be replaced)", filename, ix->name);
+	return 1;
+}
+
 int hosted_publish(struct worker *w, int idx, const struct db_hosted *h,
 		   int *changed, char *err, size_t errlen)
 {
@@ -275,17 +290,14 @@ int hosted_publish(struct worker *w, int idx, const struct db_hosted *h,
 		snprintf(err, errlen, "%s: database busy", ix->name);
 		return rc;
 	}
+	if (hosted_conflicts(w, idx, h->filename, h->sha256, err, errlen)) {
+		db_rollback(w->db);
+		return EEXIST;
+	}
 	rc = db_hosted_get(w->db, ix->name, h->filename, &old);
 	if (rc == 0 && strcmp(old.sha256, h->sha256) == 0) {
 		db_rollback(w->db); /* the same file again: nothing to do */
 		return 0;
-	}
-	if (rc == 0 && !ix->is_volatile) {
-		db_rollback(w->db);
-		snprintf(err, errlen, "%s exists already, with other "
-			 "contents (files of %s cannot be replaced)",
-			 h->filename, ix->name);
-		return EEXIST;
 	}
 	if (rc == 0)
 		rc = forget_file(w, ix->name, &old, now);

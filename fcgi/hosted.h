@@ -29,6 +29,12 @@
 int hosted_render(struct worker *w, int idx, const char *project, char *err,
 		  size_t errlen);
 
+/* Whether filename is in the hosted index at position idx already, with
+ * other bytes than sha256, on an index that is not volatile (where it
+ * cannot be replaced): then the reason is in err. */
+int hosted_conflicts(struct worker *w, int idx, const char *filename,
+		     const char *sha256, char *err, size_t errlen);
+
 /* Publishes h, whose file (and core metadata, when h->meta_sha is set) is
  * in the store already, in the hosted index at position idx: its row, its
  * listing, and its project's page and the project list rendered again, in

@@ -202,8 +202,11 @@ static const char *reason_phrase(int status)
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 406: return "Not Acceptable";
+	case 409: return "Conflict";
+	case 411: return "Length Required";
 	case 413: return "Payload Too Large";
 	case 414: return "URI Too Long";
+	case 415: return "Unsupported Media Type";
 	case 416: return "Range Not Satisfiable";
 	case 429: return "Too Many Requests";
 	case 500: return "Internal Server Error";

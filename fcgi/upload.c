@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -306,6 +307,16 @@ static int sdist_metadata_reliable(const char *version)
 	return major > 2 || (major == 2 && minor >= 2);
 }
 
+/* Notes the blobs stored for a refused upload as garbage. */
+static void forget_blobs(struct worker *w, const struct db_hosted *h)
+{
+	long long now = (long long)time(NULL);
+
+	db_garbage_add(w->db, h->sha256, now);
+	if (*h->meta_sha)
+		db_garbage_add(w->db, h->meta_sha, now);
+}
+
 /* Checks the file, stores it and its metadata, and publishes it in the
  * hosted index at position target. Returns 0 or 1 (in u); *changed says
  * whether the index changed. */
@@ -320,6 +331,11 @@ static int publish(struct worker *w, struct upload *u, int target,
 
 	if (check_digests(u, h.sha256))
 		return 1;
+	/* refused before anything is stored; hosted_publish() checks again
+	 * under its lock, for an upload of the same name meanwhile */
+	if (hosted_conflicts(w, target, u->filename, h.sha256, err,
+			      sizeof(err)))
+		return refuse(u, 409, "%s", err);
 	rc = dist_inspect(u->fd, u->filename, u->name, u->version, &info, err,
 			  sizeof(err));
 	if (rc)
@@ -349,8 +365,12 @@ static int publish(struct worker *w, struct upload *u, int target,
 		return refuse(u, 500, "storing %s: %s", u->filename,
 			      strerror(rc));
 	rc = hosted_publish(w, target, &h, changed, err, sizeof(err));
-	if (rc)
+	if (rc) {
+		/* what was stored for it goes with the collector, unless
+		 * something else names the same bytes */
+		forget_blobs(w, &h);
 		return refuse(u, rc == EEXIST ? 409 : 500, "%s", err);
+	}
 	if (*changed)
 		lru_added(u->size);
 	return 0;
