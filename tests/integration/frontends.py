@@ -253,7 +253,7 @@ class Frontend:
 
     def __init__(self, workdir, upstream_port, data_dir=None, cache_ttl=300,
                  workers=4, binary=None, larder_extra=None, port=None, files_port=None,
-                 larder_extra_text=""):
+                 larder_extra_text="", root_pypi=None):
         self.dir = os.path.realpath(workdir)
         os.makedirs(self.dir, exist_ok=True)
         self.ids = worker_ids()
@@ -267,6 +267,7 @@ class Frontend:
         self.binary = binary or stackmod.larder_bin()
         self.larder_extra = larder_extra
         self.larder_extra_text = larder_extra_text
+        self.root_pypi = root_pypi
         self.proc = None
         self.logs = []          # (label, path) for log_text()
 
@@ -285,7 +286,7 @@ class Frontend:
         text = stackmod.larder_conf(self.data_dir, self.upstream_port,
                                     cache_ttl=self.cache_ttl, extra=self.larder_extra,
                                     extra_text=self.larder_extra_text,
-                                    files_port=self.files_port)
+                                    files_port=self.files_port, root_pypi=self.root_pypi)
         with open(path or self.larder_conf, "w") as f:
             f.write(_set_sendfile(text, SENDFILE[self.kind]))
         os.chmod(path or self.larder_conf, 0o644)
@@ -608,13 +609,14 @@ class ApacheFrontend(Frontend):
 
 def make_frontend(kind, workdir, upstream_port, data_dir=None, cache_ttl=300, workers=4,
                   binary=None, larder_extra=None, port=None, files_port=None,
-                  larder_extra_text=""):
+                  larder_extra_text="", root_pypi=None):
     """A front end of kind (see KINDS) in workdir, with larder's data in
     data_dir (default workdir/data) and its upstream the stand-in on
-    upstream_port, its files on files_port. Not started: call .start()."""
+    upstream_port, its files on files_port; larder_extra_text and root_pypi
+    as stack.larder_conf() takes them. Not started: call .start()."""
     kw = dict(data_dir=data_dir, cache_ttl=cache_ttl, workers=workers, binary=binary,
               larder_extra=larder_extra, port=port, files_port=files_port,
-              larder_extra_text=larder_extra_text)
+              larder_extra_text=larder_extra_text, root_pypi=root_pypi)
     if kind == "nginx":
         return NginxFrontend(workdir, upstream_port, **kw)
     if kind in ("lighttpd-fcgi", "lighttpd-cgi"):

@@ -360,16 +360,17 @@ trusted_hosts = {trusted}
 
 [index "root/pypi"]
 type = virtual
-layers = pypi
-{extra_text}"""
+{root_pypi}{extra_text}"""
 
 
 def larder_conf(data_dir, upstream_port, cache_ttl=300, max_stale=86400, extra=None,
-                extra_text="", files_port=None):
+                extra_text="", files_port=None, root_pypi=None):
     """The larder.conf the tests run with; extra adds or replaces [larder]
-    keys, extra_text is appended as is (more sections). files_port is the
-    port of the stand-in's files host (localhost), which the index trusts
-    (a trusted host name without a port means the scheme's default)."""
+    keys, extra_text is appended as is (more sections), root_pypi replaces
+    the keys of root/pypi after its type (default "layers = pypi\n").
+    files_port is the port of the stand-in's files host (localhost), which
+    the index trusts (a trusted host name without a port means the
+    scheme's default)."""
     # Tests count upstream requests, and a prefetch is one nobody asked
     # for, made after the answer: off here, on in the test of it
     # (test_cold.py) and as shipped.
@@ -379,7 +380,7 @@ def larder_conf(data_dir, upstream_port, cache_ttl=300, max_stale=86400, extra=N
         data_dir=data_dir, upstream_port=upstream_port,
         trusted="localhost:%d" % files_port if files_port else "localhost",
         larder_keys="".join("%s = %s\n" % kv for kv in keys.items()),
-        extra_text=extra_text)
+        root_pypi=root_pypi or "layers = pypi\n", extra_text=extra_text)
 
 
 def _unix_open(path):
@@ -446,7 +447,7 @@ class Larder:
 
     def __init__(self, workdir, upstream_port, cache_ttl=300, workers=2, extra=None,
                  extra_text="", port=None, binary=None, max_stale=86400, files_port=None,
-                 unix=False):
+                 unix=False, root_pypi=None):
         self.dir = workdir
         self.data_dir = os.path.join(workdir, "data")
         self.conf = os.path.join(workdir, "larder.conf")
@@ -460,7 +461,7 @@ class Larder:
         os.makedirs(self.data_dir, exist_ok=True)
         with open(self.conf, "w") as f:
             f.write(larder_conf(self.data_dir, upstream_port, cache_ttl, max_stale,
-                                extra, extra_text, files_port))
+                                extra, extra_text, files_port, root_pypi))
 
     @property
     def listen(self):
@@ -543,6 +544,33 @@ http {{
 """.format(user=user, workers=workers, prefix=prefix, log_level=log_level, http=http)
 
 
+# The directives of conf/nginx.conf that decide what becomes of a request
+# body (uploads): taken from the shipped file as they are, so the tests'
+# nginx takes bodies exactly as the shipped one does (nginx's defaults, a
+# 1 MB cap and the whole body spooled before larder sees a byte, when the
+# file does not set them).
+BODY_DIRECTIVES = ("client_max_body_size", "client_body_buffer_size",
+                   "client_body_timeout", "fastcgi_request_buffering")
+
+
+def shipped_body_directives(path=None):
+    """{directive: value} of BODY_DIRECTIVES set in conf/nginx.conf (the
+    first of each; comments skipped)."""
+    path = path or os.path.join(REPO, "conf", "nginx.conf")
+    out = {}
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        m = re.match(r"(\w+)\s+([^;]+);", line)
+        if m and m.group(1) in BODY_DIRECTIVES:
+            out.setdefault(m.group(1), m.group(2).strip())
+    return out
+
+
 def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
     """The nginx.conf for a test stack, as conf/nginx.conf has it: / goes
     to larder over FastCGI (fcgi_port a TCP port, or "unix:PATH"), on kept
@@ -571,7 +599,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
     server {{
         listen 127.0.0.1:{port};
         server_name localhost;
-
+{body}
         # X-Accel-Redirect answers. nginx keeps only a few of larder's headers
         # across the internal redirect (Content-Type, Cache-Control,
         # Content-Disposition) and puts its own "mtime-size" ETag on the
@@ -637,6 +665,8 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
             fastcgi_request_buffering off;
         }}
     }}""".format(port=port, server=server, keep="on" if keep_conn else "off",
+                 body="".join("        %s %s;\n" % kv
+                              for kv in sorted(shipped_body_directives().items())),
                  prefix=prefix, data_dir=data_dir.rstrip("/")), workers)
 
 
@@ -692,7 +722,7 @@ class Stack:
 
     def __init__(self, workdir, wheels, cache_ttl=300, html_only=False, workers=2,
                  larder_extra=None, larder_extra_text="", rate=None, nginx_workers=1,
-                 max_stale=86400, unix=False, keep_conn=True):
+                 max_stale=86400, unix=False, keep_conn=True, root_pypi=None):
         self.dir = workdir
         self.standin = Standin(wheels, os.path.join(workdir, "standin"),
                                html_only=html_only, rate=rate)
@@ -704,6 +734,7 @@ class Stack:
         self.max_stale = max_stale
         self.unix = unix
         self.keep_conn = keep_conn
+        self.root_pypi = root_pypi
         self.larder = None
         self.nginx = None
 
@@ -714,7 +745,8 @@ class Stack:
                                  files_port=self.standin.files_port,
                                  cache_ttl=self.cache_ttl, workers=self.workers,
                                  extra=self.larder_extra, extra_text=self.larder_extra_text,
-                                 max_stale=self.max_stale, unix=self.unix)
+                                 max_stale=self.max_stale, unix=self.unix,
+                                 root_pypi=self.root_pypi)
             self.larder.start()
             self.nginx = Nginx(os.path.join(self.dir, "nginx"),
                                self.larder.listen if self.unix else self.larder.port,
