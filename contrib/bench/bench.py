@@ -44,6 +44,14 @@ party with an empty state) and warm, in rounds whose party order rotates:
                     max_size (bounded.py): failed installs, the highest
                     store size over the limit (%), warm req/s bounded vs
                     unbounded (larder behind nginx only)
+  upload            a 50 MB wheel uploaded as twine does to a hosted index,
+                    against nginx receiving the same body into a file
+                    (MB/s; hosted.py, larder behind nginx only)
+  hosted-page       warm page of a hosted project, 1 and 32 connections,
+                    against nginx static on the same bytes (req/s)
+  virtual-page      warm pages of a virtual index: private-first over the
+                    hosted layer, and fallback merging hosted and cached
+                    (req/s, 32 connections)
 
 and, for container images (oci.py: skopeo, Debian's docker-registry as the
 upstream and as a pull-through cache, larder's /v2/; skipped with the
@@ -101,6 +109,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
 import bounded as boundedmod  # noqa: E402
+import hosted as hostedmod  # noqa: E402
 import corpus as corpusmod  # noqa: E402
 import oci as ocimod  # noqa: E402
 import parties as partymod  # noqa: E402
@@ -114,7 +123,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 PYPI_WORKLOADS = ["install", "parallel-install", "throughput-cold", "slow-misses",
                   "throughput-hot", "metadata", "cold-files", "swarm", "endpoints",
-                  "bounded"]
+                  "bounded"] + hostedmod.WORKLOADS
 WORKLOADS = PYPI_WORKLOADS + ocimod.WORKLOADS
 EXTRA_WORKLOADS = []
 MB = 1e6
@@ -1515,6 +1524,8 @@ def parse_args(argv):
     ap.add_argument("--mbit", type=float, default=200.0,
                     help="the upstream link's bandwidth, shared (0: no cap)")
     ap.add_argument("--larder-workers", type=int, default=4)
+    ap.add_argument("--upload-mb", type=int, default=50,
+                    help="the size of the wheel the upload workload uploads (MB)")
     ap.add_argument("--larder-set", action="append", default=[], metavar="KEY=VALUE",
                     help="a [larder] key for every larder party (repeatable), e.g. "
                     "prefetch_metadata=no")
@@ -1548,6 +1559,7 @@ def parse_args(argv):
         args.slow_seconds = min(args.slow_seconds, 1.0)
         args.cold_files = min(args.cold_files, 6)
         args.layer_reps = 1
+        args.upload_mb = min(args.upload_mb, 2)
         args.latency_ms = min(args.latency_ms, 2.0)
         # the shared link is still exercised, just not a bottleneck
         args.mbit = 2000.0 if args.mbit == 200.0 else args.mbit
@@ -1627,7 +1639,13 @@ def main(argv=None):
                   "cold-files": bench.w_cold_files,
                   "swarm": bench.w_swarm, "endpoints": bench.w_endpoints,
                   "bounded": lambda: extra_goals.extend(
-                      boundedmod.run(bench, sys.modules[__name__]))}.get(w)
+                      boundedmod.run(bench, sys.modules[__name__])),
+                  "upload": lambda: extra_goals.extend(
+                      hostedmod.run_upload(bench, sys.modules[__name__])),
+                  "hosted-page": lambda: extra_goals.extend(
+                      hostedmod.run_hosted_page(bench, sys.modules[__name__])),
+                  "virtual-page": lambda: extra_goals.extend(
+                      hostedmod.run_virtual_page(bench, sys.modules[__name__]))}.get(w)
             log("== %s" % w)
             if fn is None:
                 oci.run(w)

@@ -204,12 +204,22 @@ class NginxStatic(Party):
     (page bytes copied from a party's warm answer, the big wheel)."""
 
     kind = "nginx-static"
+    # /put/: nginx receiving a request body into a file (the DAV module's
+    # PUT: the body spooled to a temp file beside the target, renamed into
+    # place), the reference for uploads
     HTTP = """\
     tcp_nopush on;
     types {{ application/vnd.pypi.simple.v1+json json; }}
     server {{
         listen 127.0.0.1:{port};
         location / {{ root {root}; }}
+        location /put/ {{
+            root {root};
+            dav_methods PUT;
+            create_full_put_path on;
+            client_max_body_size 0;
+            client_body_temp_path {root}/.put-tmp;
+        }}
     }}"""
 
     def start(self):
@@ -276,18 +286,25 @@ class Larder(Party):
 
     kind = "larder"
     larder_extra = None  # [larder] keys for the next start() only
+    # more sections (index declarations) and root/pypi's keys after its
+    # type (stack.larder_conf), for the next start() only
+    larder_extra_text = None
+    root_pypi = None
 
     def start(self):
         d = self._new_dir()
         extra, self.larder_extra = self.larder_extra, None
+        text, self.larder_extra_text = self.larder_extra_text or "", None
+        root, self.root_pypi = self.root_pypi, None
         if self.name == "larder-nginx":
             self.fe = LarderNginx(d, self.upstream.index_port, self.args,
-                                  self.upstream.files_port, extra)
+                                  self.upstream.files_port, extra, text, root)
         else:
             self.fe = frontends.make_frontend(
                 LARDER_KINDS[self.name], d, self.upstream.index_port, cache_ttl=3600,
                 workers=self.args.larder_workers, binary=self.args.larder,
-                files_port=self.upstream.files_port, larder_extra=extra)
+                files_port=self.upstream.files_port, larder_extra=extra,
+                larder_extra_text=text, root_pypi=root)
         try:
             self.fe.start(timeout=30)
         except RuntimeError as e:
@@ -348,7 +365,8 @@ class LarderNginx:
 
     kind = "nginx"
 
-    def __init__(self, workdir, upstream_port, args, files_port, larder_extra=None):
+    def __init__(self, workdir, upstream_port, args, files_port, larder_extra=None,
+                 extra_text="", root_pypi=None):
         self.dir = workdir
         self.port = stack.free_port()
         self.data_dir = os.path.join(workdir, "data")
@@ -359,7 +377,8 @@ class LarderNginx:
         os.makedirs(self.data_dir)
         with open(self.conf, "w") as f:
             f.write(stack.larder_conf(self.data_dir, upstream_port, cache_ttl=3600,
-                                      files_port=files_port, extra=larder_extra))
+                                      files_port=files_port, extra=larder_extra,
+                                      extra_text=extra_text, root_pypi=root_pypi))
         self.larder = self.nginx = None
 
     @property
