@@ -545,10 +545,8 @@ http {{
 
 
 # The directives of conf/nginx.conf that decide what becomes of a request
-# body (uploads): taken from the shipped file as they are, so the tests'
-# nginx takes bodies exactly as the shipped one does (nginx's defaults, a
-# 1 MB cap and the whole body spooled before larder sees a byte, when the
-# file does not set them).
+# body (uploads): nginx_conf() must set them as the shipped file does
+# (test_upload.py checks), or the tests upload through another nginx.
 BODY_DIRECTIVES = ("client_max_body_size", "client_body_buffer_size",
                    "client_body_timeout", "fastcgi_request_buffering")
 
@@ -599,7 +597,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
     server {{
         listen 127.0.0.1:{port};
         server_name localhost;
-{body}
+
         # X-Accel-Redirect answers. nginx keeps only a few of larder's headers
         # across the internal redirect (Content-Type, Cache-Control,
         # Content-Disposition) and puts its own "mtime-size" ETag on the
@@ -665,8 +663,6 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
             fastcgi_request_buffering off;
         }}
     }}""".format(port=port, server=server, keep="on" if keep_conn else "off",
-                 body="".join("        %s %s;\n" % kv
-                              for kv in sorted(shipped_body_directives().items())),
                  prefix=prefix, data_dir=data_dir.rstrip("/")), workers)
 
 

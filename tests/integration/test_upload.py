@@ -138,7 +138,7 @@ def publisher_env(tmp_path, extra=None):
     """An environment for twine, pdm and poetry: a HOME and config dirs of
     the test's own (the machine's config untouched), no keyring, no
     update check, no proxies."""
-    home = str(tmp_path / "home")
+    home = os.path.join(str(tmp_path), "home")
     os.makedirs(home, exist_ok=True)
     env = stackmod.clean_env({
         "HOME": home, "XDG_CONFIG_HOME": os.path.join(home, ".config"),
@@ -264,8 +264,8 @@ def assert_fsck_clean(larder):
 def test_shipped_nginx_config_takes_uploads():
     """conf/nginx.conf lets a max_upload_size body through (nginx's own cap
     is 1 MB; larder's default max_upload_size 100M) and streams it to
-    larder rather than spooling it first; the tests' nginx takes these
-    directives from it (stack.shipped_body_directives)."""
+    larder rather than spooling it first; the tests' nginx sets these
+    directives as it does."""
     d = stackmod.shipped_body_directives()
     size = d.get("client_max_body_size")
     assert size is not None, "conf/nginx.conf sets no client_max_body_size: nginx " \
@@ -277,6 +277,10 @@ def test_shipped_nginx_config_takes_uploads():
     assert d.get("fastcgi_request_buffering") == "off", \
         "conf/nginx.conf spools every upload to nginx's disk before larder reads it " \
         "(fastcgi_request_buffering is %r)" % d.get("fastcgi_request_buffering")
+    tests = stackmod.nginx_conf("/p", 1, 2, "/d")
+    for k, v in d.items():
+        assert re.search(r"(?m)^\s*%s\s+%s;" % (re.escape(k), re.escape(v)), tests), \
+            "stack.nginx_conf() does not set %s %s as conf/nginx.conf does" % (k, v)
 
 
 # ================================================================ 2. publishers
@@ -628,8 +632,10 @@ def test_every_rejection_is_a_400_that_stores_nothing(stack, dist, uploader):
         if word and word.lower() not in reason.lower():
             failures.append("%s: the reason %r does not name %s" % (case, reason, word))
         now = up.store_state(stack.data_dir)
-        if now != before:
-            failures.append("%s: the store changed: %s -> %s" % (case, before, now))
+        diff = up.state_diff(before, now, {sha256(data): "the refused file"})
+        if diff:
+            failures.append("%s: the store changed:\n  %s" % (case, diff.replace(
+                "\n", "\n  ")))
             before = now
     # no file part, and a body that is not multipart at all
     ctype, body = up.multipart(up.dist_fields(APP10), None, b"")
@@ -680,13 +686,15 @@ def test_same_filename_other_bytes(stack, dist, uploader):
     assert up.upload(stack.base, "root/private", whl, uploader).status == 200
     state = up.store_state(stack.data_dir)
     etag = page(stack, APP, "root/private").header("ETag")
+    labels = {sha256(read(whl2)): "the refused wheel",
+              sha256(up.wheel_metadata(whl2)): "the refused wheel's METADATA"}
     r = up.upload(stack.base, "root/private", whl, uploader)
     assert r.status == 200, (r, r.body)
-    assert up.store_state(stack.data_dir) == state
+    up.assert_unchanged(stack.data_dir, state, labels, "an identical re-upload changed it")
     r = up.upload(stack.base, "root/private", whl2, uploader)
     assert r.status == 409, (r, r.body)
     up.one_line_reason(r)
-    assert up.store_state(stack.data_dir) == state
+    up.assert_unchanged(stack.data_dir, state, labels, "a refused upload (409) changed it")
     assert page(stack, APP, "root/private").header("ETag") == etag
     assert_serves(stack, APP, whl)
 

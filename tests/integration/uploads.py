@@ -136,8 +136,9 @@ def dist_fields(filename, name=None, version=None, data=b""):
     """The fields twine sends for a distribution file (name and version
     from the file name unless given), its digests of data included."""
     if filename.endswith(".whl"):
-        n, v = filename.split("-")[:2]
-        filetype, pyversion = "bdist_wheel", filename.split("-")[-3]
+        parts = filename[:-4].split("-") + ["", ""]
+        n, v = parts[:2]
+        filetype, pyversion = "bdist_wheel", (parts[-5] if len(parts) >= 7 else "py3")
     else:
         base = re.sub(r"\.(tar\.gz|zip)$", "", filename)
         n, _, v = base.rpartition("-")
@@ -330,6 +331,30 @@ def store_state(data_dir):
     hosted rows, the blobs, the temp files."""
     return {"hosted": hosted_rows(data_dir), "blobs": sorted(stackmod.blobs(data_dir)),
             "temps": sorted(upload_temps(data_dir))}
+
+
+def state_diff(before, now, labels=None):
+    """What changed between two store_state()s, as text ("" when nothing
+    did); labels names blobs by sha256 ({sha: "the refused wheel"})."""
+    out = []
+    for key in ("hosted", "blobs", "temps"):
+        b, n = before[key], now[key]
+        if key == "hosted":
+            b = [tuple(sorted(r.items())) for r in b]
+            n = [tuple(sorted(r.items())) for r in n]
+        for what, items in (("added", [x for x in n if x not in b]),
+                            ("gone", [x for x in b if x not in n])):
+            for x in items:
+                name = os.path.basename(x) if key == "blobs" else x
+                out.append("%s %s: %s%s" % (key, what, x, " (%s)" % labels[name]
+                                             if labels and name in labels else ""))
+    return "\n".join(out)
+
+
+def assert_unchanged(data_dir, before, labels=None, what="the store changed"):
+    now = store_state(data_dir)
+    diff = state_diff(before, now, labels)
+    assert not diff, "%s:\n%s" % (what, diff)
 
 
 def pids_with_files_under(data_dir, which=upload_temps):
