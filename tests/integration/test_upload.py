@@ -1071,9 +1071,13 @@ def test_upload_through_frontend(kind, tmp_path, up_wheels):
                                      files_port=standin.files_port,
                                      larder_extra_text=up.HOSTED_CONF,
                                      root_pypi=up.ROOT_PYPI)
+        # the token first: start() hands the whole data dir to the
+        # servers' user, the database the command made included
+        fe.write_larder_conf()
+        os.makedirs(fe.data_dir, exist_ok=True)
+        tok = up.token_add(up.Cli(stackmod.larder_bin(), fe.larder_conf), "root/scratch",
+                           "upload")
         fe.start()
-        lar = up.Cli(stackmod.larder_bin(), fe.larder_conf)
-        tok = up.token_add(lar, "root/scratch", "upload")
         small = up.build_wheel(str(tmp_path / "s"), APP, "0.1")
         r = up.upload(fe.base, "root/scratch", small, tok)
         assert r.status == 200, (r, r.body[:300], fe.log_text()[-3000:])
