@@ -61,12 +61,15 @@ def _cli(p):
 
 def _curl(method, url, path, headers):
     """curl -T path (the body streamed from the file) with method; returns
-    (http code, seconds)."""
+    (http code, seconds). The request target is url's path as it is (curl
+    would append the file's name to a URL ending in a slash)."""
+    u = urlsplit(url)
     cmd = ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{time_total}",
-           "-X", method, "-T", path, "-H", "Expect:"]
+           "-X", method, "-T", path, "-H", "Expect:", "--request-target", u.path]
     for k, v in headers.items():
         cmd += ["-H", "%s: %s" % (k, v)]
-    out = subprocess.run(cmd + [url], capture_output=True, text=True, timeout=900)
+    out = subprocess.run(cmd + ["%s://%s/" % (u.scheme, u.netloc)], capture_output=True,
+                         text=True, timeout=900)
     parts = out.stdout.split()
     if out.returncode != 0 or len(parts) != 2:
         return 0, None
