@@ -623,6 +623,7 @@ def test_every_rejection_is_a_400_that_stores_nothing(stack, dist, uploader):
         r = http("%s/root/private/" % stack.base, method="POST", headers=h, body=body)
         if r.status != 400:
             failures.append("%s: %r %r" % (case, r, r.body[:200]))
+            before = up.store_state(stack.data_dir)
             continue
         try:
             reason = up.one_line_reason(r)
@@ -654,6 +655,25 @@ def test_every_rejection_is_a_400_that_stores_nothing(stack, dist, uploader):
     assert r.status == 200, (r, r.body)
 
 
+def test_a_filename_with_a_path_is_refused_or_its_base_name(stack, dist, uploader):
+    """A content part's filename with directories in it ("../x.whl",
+    "a/b/x.whl", "a\\x.whl"): refused, or taken as its last component
+    (RFC 7578 4.2); never a file outside the store, never a row or a page
+    entry with a slash in its name."""
+    whl = up.build_wheel(dist, APP, "1.0")
+    outside = os.path.dirname(stack.data_dir)
+    listing = sorted(os.listdir(outside))
+    for sent in ("../" + APP10, "a/b/" + APP10, "..\\" + APP10, "/" + APP10):
+        r = up.upload(stack.base, "root/private", whl, uploader, filename=sent)
+        assert r.status in (200, 400), (sent, r, r.body)
+        for row in up.hosted_rows(stack.data_dir):
+            assert row["filename"] == APP10, (sent, row)
+    assert sorted(os.listdir(outside)) == listing
+    doc = page(stack, APP, "root/private")
+    if doc.status == 200:
+        assert filenames(doc.json()) == [APP10]
+
+
 def test_over_max_upload_size_is_a_413_that_stores_nothing(stack, dist, uploader):
     """root/private takes 1M at most: a 2 MB wheel is a 413 from larder
     (not nginx's cap) and leaves nothing; the same file goes into
@@ -669,9 +689,108 @@ def test_over_max_upload_size_is_a_413_that_stores_nothing(stack, dist, uploader
     assert up.wait_for(lambda: up.store_state(stack.data_dir) == before, 5), \
         (before, up.store_state(stack.data_dir))
     assert page(stack, APP, "root/private").status == 404
+    # the same body chunked, with no Content-Length to refuse it by: a 413
+    # (or a 411, length required), nothing stored either way
+    ctype, body = up.upload_body(big)
+    h = {"Content-Type": ctype}
+    h.update(up.basic(uploader))
+    r = chunked_post(stack.nginx.port, "/root/private/", h, body)
+    assert r[0] in (411, 413), r
+    assert up.wait_for(lambda: up.store_state(stack.data_dir) == before, 5), \
+        up.state_diff(before, up.store_state(stack.data_dir))
     tok = up.token_add(stack.larder, "root/scratch", "upload")
     r = up.upload(stack.base, "root/scratch", big, tok)
     assert r.status == 200, (r, r.body[:300])
+    assert_serves(stack, APP, big, "root/scratch")
+
+
+def chunked_post(port, path, headers, body, chunk=64 * 1024):
+    """A POST with Transfer-Encoding: chunked over a raw socket: (status,
+    body)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=60)
+    h = {"Host": "127.0.0.1:%d" % port, "Transfer-Encoding": "chunked",
+         "Connection": "close"}
+    h.update(headers)
+    s.sendall(("POST %s HTTP/1.1\r\n%s\r\n" % (path, "".join(
+        "%s: %s\r\n" % kv for kv in h.items()))).encode("latin-1"))
+    try:
+        for i in range(0, len(body), chunk):
+            part = body[i:i + chunk]
+            s.sendall(b"%x\r\n%s\r\n" % (len(part), part))
+        s.sendall(b"0\r\n\r\n")
+    except OSError:
+        pass    # refused before the end: the answer is there to read
+    chunks = []
+    try:
+        while True:
+            data = s.recv(1 << 16)
+            if not data:
+                break
+            chunks.append(data)
+    except OSError:
+        pass
+    s.close()
+    raw = b"".join(chunks)
+    m = re.match(rb"HTTP/1\.\d (\d{3})", raw)
+    return (int(m.group(1)) if m else 0), raw.partition(b"\r\n\r\n")[2][:300]
+
+
+def test_chunked_upload_and_fields_after_the_file(stack, dist, uploader):
+    """A body sent chunked (no Content-Length) is read to its end, and the
+    file part may come before the fields (RFC 7578 fixes no order)."""
+    whl = up.padded_wheel(dist, APP, "1.0", 200 * 1024)   # past nginx's first buffer
+    ctype, body = up.upload_body(whl)
+    h = {"Content-Type": ctype}
+    h.update(up.basic(uploader))
+    status, text = chunked_post(stack.nginx.port, "/root/private/", h, body, chunk=16384)
+    assert status in (200, 411), (status, text)
+    if status == 411:
+        assert up.hosted_rows(stack.data_dir) == []
+    else:
+        assert_serves(stack, APP, whl)
+    whl11 = up.build_wheel(dist, "larder-up-order", "1.1")
+    data = read(whl11)
+    boundary = "b0undary"
+    form = up.dist_fields(os.path.basename(whl11), data=data)
+    _, fields = up.multipart(form, None, b"", boundary=boundary)
+    _, filepart = up.multipart({}, os.path.basename(whl11), data, boundary=boundary)
+    body = filepart[:-len("--%s--\r\n" % boundary)] + fields
+    h = {"Content-Type": "multipart/form-data; boundary=%s" % boundary}
+    h.update(up.basic(uploader))
+    r = http("%s/root/private/" % stack.base, method="POST", headers=h, body=body)
+    assert r.status == 200, (r, r.body)
+    assert_serves(stack, "larder-up-order", whl11)
+
+
+def _hwm_kb(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+@pytest.mark.stack(workers=1)
+def test_an_upload_is_not_held_in_memory(stack, dist):
+    """A 24 MB upload streams to disk: no worker's peak memory grows by
+    anything like the upload's size."""
+    size = 24 * 1024 * 1024
+    big = up.padded_wheel(dist, APP, "1.0", size)
+    tok = up.token_add(stack.larder, "root/scratch", "upload")
+    # a first upload, so the worker has done everything once
+    assert up.upload(stack.base, "root/scratch", up.build_wheel(
+        os.path.join(dist, "s"), APP, "0.1"), tok).status == 200
+    supervisor = stack.larder.proc.pid
+    before = {p: _hwm_kb(p) for p in fh.children(supervisor)}
+    r = up.upload(stack.base, "root/scratch", big, tok, timeout=120)
+    assert r.status == 200, (r, r.body)
+    after = {p: _hwm_kb(p) for p in fh.children(supervisor)}
+    growth = {p: (after[p] or 0) - (before.get(p) or 0) for p in after}
+    assert growth and max(growth.values()) < 8 * 1024, \
+        "workers' peak RSS grew by %s kB for a %d kB upload" % (growth, size // 1024)
     assert_serves(stack, APP, big, "root/scratch")
 
 
