@@ -129,6 +129,31 @@ def assert_serves(st, project, path, route="root/private"):
     assert sha256(r.body) == sha256(data), "served bytes differ from the upload"
 
 
+# How long nginx and clients may keep a hosted page (fcgi/hosted.h
+# HOSTED_FRESH): to the end of the second it was sent in, the Expires one
+# second on.
+HOSTED_FRESH = 1
+
+
+def after_change():
+    """Waits out the freshness of the pages sent before a change (an
+    upload, yank or removal): to the next second, and a little."""
+    time.sleep(HOSTED_FRESH - time.time() % 1 + 0.1)
+
+
+def eventually(check, timeout=HOSTED_FRESH + 1.0):
+    """check() until it stops raising AssertionError, timeout seconds at
+    most (then its error)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return check()
+        except AssertionError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
 def upstream_pages(st):
     return {k: v for k, v in st.standin.counters()["requests"].items()
             if k.startswith("GET /simple/")}
@@ -461,7 +486,8 @@ def test_hosted_pages_json_and_html(stack, dist, uploader):
 
 def test_page_follows_each_change(stack, dist, uploader):
     """A warm hosted page (in nginx's page cache too) shows the next upload
-    and a yank at once, through the hosted index and through root/pypi."""
+    and a yank within HOSTED_FRESH (a second), through the hosted index and
+    through root/pypi."""
     whl10 = up.build_wheel(dist, APP, "1.0")
     whl11 = up.build_wheel(dist, APP, "1.1")
     assert up.upload(stack.base, "root/private", whl10, uploader).status == 200
@@ -471,19 +497,27 @@ def test_page_follows_each_change(stack, dist, uploader):
             assert page(stack, APP, route, accept="text/html").status == 200
     r = up.upload(stack.base, "root/private", whl11, uploader)
     assert r.status == 200, (r, r.body)
-    for route in ("root/private", "root/pypi"):
-        assert filenames(json_page(stack, APP, route)) == sorted(
-            [APP10, os.path.basename(whl11)]), route
-        assert os.path.basename(whl11) in page(
-            stack, APP, route, accept="text/html").body.decode(), route
+
+    def uploaded():
+        for route in ("root/private", "root/pypi"):
+            assert filenames(json_page(stack, APP, route)) == sorted(
+                [APP10, os.path.basename(whl11)]), route
+            assert os.path.basename(whl11) in page(
+                stack, APP, route, accept="text/html").body.decode(), route
+
+    eventually(uploaded)
     r = stack.get("/root/private/+yank/%s/1.1?reason=bad" % APP, method="POST",
                   headers=up.basic(uploader))
     assert r.status == 200, (r, r.body)
-    for route in ("root/private", "root/pypi"):
-        assert entry(json_page(stack, APP, route), os.path.basename(whl11))["yanked"] == \
-            "bad", route
-        assert 'data-yanked="bad"' in page(stack, APP, route,
-                                           accept="text/html").body.decode(), route
+
+    def yanked():
+        for route in ("root/private", "root/pypi"):
+            assert entry(json_page(stack, APP, route),
+                         os.path.basename(whl11))["yanked"] == "bad", route
+            assert 'data-yanked="bad"' in page(stack, APP, route,
+                                               accept="text/html").body.decode(), route
+
+    eventually(yanked)
 
 
 # ================================================================ 4. dependency confusion
@@ -822,6 +856,7 @@ def test_same_filename_other_bytes(stack, dist, uploader):
     assert_serves(stack, APP, whl, "root/scratch")
     r = up.upload(stack.base, "root/scratch", whl2, tok)
     assert r.status == 200, (r, r.body)
+    after_change()
     rows = up.hosted_rows(stack.data_dir, "root/scratch")
     assert [x["sha256"] for x in rows] == [sha256(read(whl2))], rows
     assert entry(json_page(stack, APP, "root/scratch"), APP10)["hashes"]["sha256"] == \
@@ -1033,6 +1068,7 @@ def test_yank_and_unyank_over_http(stack, dist, uploader, new_venv):
              headers=dict(auth, **{"Content-Type": "application/x-www-form-urlencoded"}),
              body=b"reason=broken+build")
     assert r.status == 200, (r, r.body)
+    after_change()
     doc = json_page(stack, APP, "root/pypi")
     assert entry(doc, f11)["yanked"] == "broken build", entry(doc, f11)
     assert entry(doc, APP10).get("yanked", False) is False
@@ -1053,6 +1089,7 @@ def test_yank_and_unyank_over_http(stack, dist, uploader, new_venv):
 
     r = stack.get("/root/private/+unyank/%s/1.1" % APP, method="POST", headers=auth)
     assert r.status == 200, (r, r.body)
+    after_change()
     assert entry(json_page(stack, APP, "root/private"), f11).get("yanked", False) is False
     rc, out = stackmod.pip_install(venv, stack.url, ["--upgrade", APP])
     assert rc == 0, out
@@ -1061,6 +1098,7 @@ def test_yank_and_unyank_over_http(stack, dist, uploader, new_venv):
     # a reason in the query string
     r = stack.get("/root/private/+yank/%s/1.0?reason=old" % APP, method="POST", headers=auth)
     assert r.status == 200, (r, r.body)
+    after_change()
     assert entry(json_page(stack, APP, "root/private"), APP10)["yanked"] == "old"
 
 
@@ -1071,11 +1109,13 @@ def test_yank_and_unyank_on_the_command_line(stack, dist, uploader):
     p = up.larder_cli(stack.larder, "yank", "root/private", APP, "1.0", "--reason",
                       "use 1.1")
     assert p.returncode == 0, p.stdout + p.stderr
+    after_change()
     assert entry(json_page(stack, APP, "root/pypi"), APP10)["yanked"] == "use 1.1"
     assert 'data-yanked="use 1.1"' in page(stack, APP, "root/private",
                                            accept="text/html").body.decode()
     p = up.larder_cli(stack.larder, "unyank", "root/private", APP, "1.0")
     assert p.returncode == 0, p.stdout + p.stderr
+    after_change()
     assert entry(json_page(stack, APP, "root/pypi"), APP10).get("yanked", False) is False
     p = up.larder_cli(stack.larder, "yank", "root/private", APP, "9.9")
     assert p.returncode != 0 and p.stderr.strip(), (p.returncode, p.stderr)
@@ -1097,22 +1137,26 @@ def test_remove_on_a_volatile_index(stack, dist):
     r = stack.get("/root/scratch/+release/%s/1.0/%s" % (APP, APP10), method="DELETE",
                   headers=auth)
     assert r.status == 200, (r, r.body)
+    after_change()
     names = filenames(json_page(stack, APP, "root/scratch"))
     assert APP10 not in names and "larder_up_app-1.0.tar.gz" in names, names
     assert http(gone_url).status == 404
     r = stack.get("/root/scratch/+release/%s/1.1" % APP, method="DELETE", headers=auth)
     assert r.status == 200, (r, r.body)
+    after_change()
     names = filenames(json_page(stack, APP, "root/scratch"))
     assert not [n for n in names if "-1.1" in n], names
     assert stack.get("/root/scratch/+release/%s/1.1" % APP, method="DELETE",
                      headers=auth).status == 404
     p = up.larder_cli(stack.larder, "remove", "root/scratch", APP, "1.2")
     assert p.returncode == 0, p.stdout + p.stderr
+    after_change()
     names = filenames(json_page(stack, APP, "root/scratch"))
     assert names == ["larder_up_app-1.0.tar.gz"], names
     p = up.larder_cli(stack.larder, "remove", "root/scratch", APP, "1.0",
                       "larder_up_app-1.0.tar.gz")
     assert p.returncode == 0, p.stdout + p.stderr
+    after_change()
     assert page(stack, APP, "root/scratch").status == 404
     assert up.hosted_rows(stack.data_dir, "root/scratch") == []
 
@@ -1130,6 +1174,7 @@ def test_remove_on_a_volatile_index(stack, dist):
     assert filenames(json_page(stack, APP, "root/private")) == [APP10]
     p = up.larder_cli(stack.larder, "remove", "root/private", APP, "1.0", "--force")
     assert p.returncode == 0, p.stdout + p.stderr
+    after_change()
     assert page(stack, APP, "root/private").status == 404
 
 
