@@ -520,6 +520,22 @@ def test_page_follows_each_change(stack, dist, uploader):
     eventually(yanked)
 
 
+def test_names_are_normalised(stack, dist, uploader, new_venv):
+    """A project uploaded under a mixed spelling (Larder.Up_Mixed, its wheel
+    named with the dot) is one project: its page is at the normalised
+    name, and pip finds it by any spelling through root/pypi."""
+    whl = up.build_wheel(dist, "Larder.Up_Mixed", "1.0", file_name="Larder.Up_Mixed")
+    r = up.upload(stack.base, "root/private", whl, uploader, name="Larder.Up_Mixed")
+    assert r.status == 200, (r, r.body)
+    doc = json_page(stack, "larder-up-mixed")
+    assert filenames(doc) == [os.path.basename(whl)], doc
+    assert [x["project"] for x in up.hosted_rows(stack.data_dir)] == ["larder-up-mixed"]
+    venv = new_venv()
+    rc, out = stackmod.pip_install(venv, stack.url, ["larder_up.MIXED"])
+    assert rc == 0, out
+    assert stackmod.installed(venv) == {"larder-up-mixed": "1.0"}
+
+
 # ================================================================ 4. dependency confusion
 
 def test_private_first_beats_a_higher_public_version(stack, dist, uploader, new_venv):
@@ -846,8 +862,8 @@ def test_same_filename_other_bytes(stack, dist, uploader):
     up.assert_unchanged(stack.data_dir, state, labels, "an identical re-upload changed it")
     r = up.upload(stack.base, "root/private", whl2, uploader)
     assert r.status == 409, (r, r.body)
-    up.one_line_reason(r)
     up.assert_unchanged(stack.data_dir, state, labels, "a refused upload (409) changed it")
+    up.one_line_reason(r)
     assert page(stack, APP, "root/private").header("ETag") == etag
     assert_serves(stack, APP, whl)
 

@@ -207,6 +207,7 @@ def one_line_reason(r):
     text = r.body.decode("utf-8", "replace").strip()
     assert text, "%r has no reason in its body" % r
     assert "\n" not in text and len(text) < 500, "not a one-line reason: %r" % text
+    assert not re.match(r"^\d{3} Unknown\b", text), "no reason phrase for the status: %r" % text
     return text
 
 
