@@ -11,6 +11,7 @@ build="build-essential autoconf automake pkg-config
  libcurl4-openssl-dev libsqlite3-dev libssl-dev zlib1g-dev"
 run="nginx-light"
 test="python3 python3-venv python3-pytest curl wrk
+ twine python3-pdm python3-poetry python3-build python3-setuptools python3-wheel
  lighttpd apache2 libapache2-mod-fcgid libapache2-mod-xsendfile
  skopeo docker-registry openssl
  clang libclang-rt-14-dev chromium
