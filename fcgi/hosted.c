@@ -215,16 +215,8 @@ int hosted_render(struct worker *w, int idx, const char *project, char *err,
 		snprintf(err, errlen, "%s: database busy", ix->name);
 		return rc;
 	}
-	rc = render(w, ix, project, (long long)time(NULL));
-	if (!rc)
-		rc = db_commit(w->db);
-	if (rc) {
-		db_rollback(w->db);
-		snprintf(err, errlen, "%s: rendering the page of %s: %s",
-			 ix->name, *project ? project : "the project list",
-			 strerror(rc));
-	}
-	return rc;
+	return render_commit(w, ix, project, (long long)time(NULL), err,
+			     errlen);
 }
 
 /* The size of blob sha256 in the store, or -1. */

@@ -23,8 +23,9 @@
 #define HOSTED_FRESH 1
 
 /* Renders the page of project ("" for the project list) of the hosted
- * index at position idx from its rows again, in a transaction of its own:
- * for a page whose rendering went missing from the store. Returns 0, or
+ * index at position idx from its rows again, and the project list with
+ * it, in a transaction of its own: for a page whose rendering or row went
+ * missing. Returns 0, or
  * an errno with a one-line reason in err. */
 int hosted_render(struct worker *w, int idx, const char *project, char *err,
 		  size_t errlen);
