@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/blake2b.h"
+#include "common/hex.h"
 
 /* The SHA-512 initial hash values (RFC 7693 section 2.6). */
 static const uint64_t iv[8] = {
@@ -174,16 +175,11 @@ void blake2b_final(struct blake2b *s, unsigned char *out)
 
 void blake2b_final_hex(struct blake2b *s, char *hex)
 {
-	static const char digits[] = "0123456789abcdef";
 	unsigned char md[BLAKE2B_MAX_OUT];
 	size_t n = s->outlen;
 
 	blake2b_final(s, md);
-	for (size_t i = 0; i < n; i++) {
-		hex[2 * i] = digits[md[i] >> 4];
-		hex[2 * i + 1] = digits[md[i] & 15];
-	}
-	hex[2 * n] = '\0';
+	hex_encode(md, n, hex);
 }
 
 int blake2b_hex(const void *p, size_t n, size_t outlen, char *hex)

@@ -4,17 +4,7 @@
 #include <string.h>
 
 #include "common/form.h"
-
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
+#include "common/hex.h"
 
 /* Decodes v[0..n) into out. Returns 1, or -1 as form_value. */
 static int decode(const char *v, size_t n, char *out, size_t outlen)
@@ -27,8 +17,8 @@ static int decode(const char *v, size_t n, char *out, size_t outlen)
 		if (ch == '+') {
 			ch = ' ';
 		} else if (ch == '%') {
-			int hi = i + 2 < n ? hexval((unsigned char)v[i + 1]) : -1;
-			int lo = i + 2 < n ? hexval((unsigned char)v[i + 2]) : -1;
+			int hi = i + 2 < n ? hex_value((unsigned char)v[i + 1]) : -1;
+			int lo = i + 2 < n ? hex_value((unsigned char)v[i + 2]) : -1;
 
 			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
 				return -1;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/hex.h"
 #include "common/names.h"
 
 /* Locale-free character classes: names are bytes, not text. */
@@ -69,17 +70,7 @@ int names_normalize(const char *name, char *out, size_t outlen)
 
 int names_is_sha256(const char *s)
 {
-	size_t i;
-
-	if (!s)
-		return 0;
-	for (i = 0; i < 64; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
-			return 0;
-	}
-	return s[64] == '\0';
+	return s && hex_is_lower(s, 64) && s[64] == '\0';
 }
 
 int names_is_filename(const char *s)

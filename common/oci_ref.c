@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/hex.h"
 #include "common/json.h"
 #include "common/oci_ref.h"
 
@@ -15,11 +16,6 @@ static int lower_alnum(char c)
 static int alnum(char c)
 {
 	return lower_alnum(c) || (c >= 'A' && c <= 'Z');
-}
-
-static int hex(char c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
 }
 
 /* Steps over one separator at s[i]: ".", "_", "__" or "-"+. Returns the
@@ -102,7 +98,7 @@ static int digest_form(const char *s, size_t n, size_t *colon)
 
 int oci_digest_check(const char *s, size_t n)
 {
-	size_t colon, i, want;
+	size_t colon, want;
 
 	if (!digest_form(s, n, &colon))
 		return EINVAL;
@@ -114,9 +110,8 @@ int oci_digest_check(const char *s, size_t n)
 		return ENOTSUP;
 	if (n - colon - 1 != want)
 		return EINVAL;
-	for (i = colon + 1; i < n; i++)
-		if (!hex(s[i]))
-			return EINVAL;
+	if (!hex_is_lower(s + colon + 1, want))
+		return EINVAL;
 	return 0;
 }
 
@@ -278,18 +273,6 @@ int oci_link_next(const char *link, char *query, size_t len)
 	return 0;
 }
 
-/* The value of a hex digit, either case, or -1. */
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int oci_query_unescape(const char *s, size_t n, char *out, size_t len)
 {
 	size_t i, o = 0;
@@ -304,8 +287,8 @@ int oci_query_unescape(const char *s, size_t n, char *out, size_t len)
 		if (c == '%') {
 			if (n - i < 3)
 				goto bad;
-			hi = hexval(s[i + 1]);
-			lo = hexval(s[i + 2]);
+			hi = hex_value((unsigned char)s[i + 1]);
+			lo = hex_value((unsigned char)s[i + 2]);
 			if (hi < 0 || lo < 0)
 				goto bad;
 			c = (char)(hi << 4 | lo);

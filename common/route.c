@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/hex.h"
 #include "common/route.h"
 
 static int bad_byte(unsigned char ch)
@@ -21,17 +22,6 @@ static int has_bad_byte(const char *s, size_t n)
 			return 1;
 	}
 	return 0;
-}
-
-static int hexval(unsigned char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
 }
 
 /* Copies n bytes of s and a NUL to out (outlen bytes). */
@@ -59,8 +49,8 @@ static int next_byte(const char **p, const char *end, unsigned char *ch)
 	}
 	if (end - s < 3)
 		return EINVAL;
-	hi = hexval((unsigned char)s[1]);
-	lo = hexval((unsigned char)s[2]);
+	hi = hex_value((unsigned char)s[1]);
+	lo = hex_value((unsigned char)s[2]);
 	if (hi < 0 || lo < 0)
 		return EINVAL;
 	*ch = (unsigned char)(hi * 16 + lo);

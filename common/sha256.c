@@ -4,6 +4,7 @@
 
 #include <openssl/evp.h>
 
+#include "common/hex.h"
 #include "common/sha256.h"
 
 int sha256_init(struct sha256 *h)
@@ -29,7 +30,6 @@ void sha256_update(struct sha256 *h, const void *p, size_t n)
 
 void sha256_final(struct sha256 *h, char hex[65])
 {
-	static const char digits[] = "0123456789abcdef";
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
 
@@ -37,11 +37,7 @@ void sha256_final(struct sha256 *h, char hex[65])
 	if (!h->ctx)
 		return;
 	EVP_DigestFinal_ex(h->ctx, md, &n);
-	for (unsigned int i = 0; i < n && i < 32; i++) {
-		hex[2 * i] = digits[md[i] >> 4];
-		hex[2 * i + 1] = digits[md[i] & 15];
-	}
-	hex[64] = '\0';
+	hex_encode(md, n < 32 ? n : 32, hex);
 	sha256_abort(h);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/hex.h"
 #include "common/names.h"
 #include "common/simple.h"
 #include "common/url.h"
@@ -15,12 +16,6 @@
 #define HASH_NAME_MAX 32
 #define HASH_VALUE_MAX 256  /* hex digits */
 #define URL_MAX 8192
-
-static int is_hex(int c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-	       (c >= 'A' && c <= 'F');
-}
 
 static char lower(char c)
 {
@@ -108,14 +103,15 @@ int simple_hash_add(struct simple_file *f, const char *name, size_t nlen,
 	for (size_t i = 0; i < nlen; i++) {
 		char c = name[i];
 
-		if (!is_hex(c) && !(c >= 'g' && c <= 'z') &&
+		if (hex_value((unsigned char)c) < 0 &&
+		    !(c >= 'g' && c <= 'z') &&
 		    !(c >= 'G' && c <= 'Z') && c != '_' && c != '-')
 			return 0;
 		n[i] = lower(c);
 	}
 	n[nlen] = '\0';
 	for (size_t i = 0; i < vlen; i++)
-		if (!is_hex(value[i]))
+		if (hex_value((unsigned char)value[i]) < 0)
 			return 0;
 	if (hash_find(f, n))
 		return 0;
@@ -160,13 +156,6 @@ static int frag_hashes(struct simple_file *f, const char *s, size_t n)
 	return 0;
 }
 
-static int hex_val(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	return lower(c) - 'a' + 10;
-}
-
 /* Sets *out to the percent-decoded last path segment of url (which has no
  * fragment). Returns 0 or ENOMEM. */
 static int last_segment(const char *url, char **out)
@@ -182,10 +171,14 @@ static int last_segment(const char *url, char **out)
 	if (!s)
 		return ENOMEM;
 	for (size_t i = start; i < end; i++) {
-		if (url[i] == '%' && i + 2 < end && is_hex(url[i + 1]) &&
-		    is_hex(url[i + 2])) {
-			s[n++] = (char)(hex_val(url[i + 1]) * 16 +
-					hex_val(url[i + 2]));
+		int hi = -1, lo = -1;
+
+		if (url[i] == '%' && i + 2 < end) {
+			hi = hex_value((unsigned char)url[i + 1]);
+			lo = hex_value((unsigned char)url[i + 2]);
+		}
+		if (hi >= 0 && lo >= 0) {
+			s[n++] = (char)(hi * 16 + lo);
 			i += 2;
 		} else {
 			s[n++] = url[i];

@@ -6,6 +6,7 @@
 
 #include <openssl/crypto.h>
 
+#include "common/hex.h"
 #include "common/names.h"
 #include "common/sha256.h"
 #include "common/token.h"
@@ -14,20 +15,11 @@
  * this only bounds the recursion). */
 #define MAX_DEPTH CONF_MAX_INDEXES
 
-static int is_lower_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		      (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
 int token_format(const char *id, const char *secret, char *out, size_t len)
 {
-	if (strlen(id) != TOKEN_ID_HEX || !is_lower_hex(id, TOKEN_ID_HEX) ||
+	if (strlen(id) != TOKEN_ID_HEX || !hex_is_lower(id, TOKEN_ID_HEX) ||
 	    strlen(secret) != TOKEN_SECRET_HEX ||
-	    !is_lower_hex(secret, TOKEN_SECRET_HEX))
+	    !hex_is_lower(secret, TOKEN_SECRET_HEX))
 		return EINVAL;
 	if (len < TOKEN_TEXT_LEN + 1)
 		return ENAMETOOLONG;
@@ -42,8 +34,8 @@ int token_parse(const char *text, size_t n, char id[TOKEN_ID_HEX + 1],
 
 	if (n != TOKEN_TEXT_LEN || memcmp(text, "lt_", 3) != 0 ||
 	    text[3 + TOKEN_ID_HEX] != '_' ||
-	    !is_lower_hex(text + 3, TOKEN_ID_HEX) ||
-	    !is_lower_hex(s, TOKEN_SECRET_HEX))
+	    !hex_is_lower(text + 3, TOKEN_ID_HEX) ||
+	    !hex_is_lower(s, TOKEN_SECRET_HEX))
 		return EINVAL;
 	memcpy(id, text + 3, TOKEN_ID_HEX);
 	id[TOKEN_ID_HEX] = '\0';
@@ -373,7 +365,7 @@ int token_verify(const char *salt, const char *secret, const char *hash)
 	char want[65];
 
 	if (strlen(salt) != TOKEN_SALT_HEX ||
-	    !is_lower_hex(salt, TOKEN_SALT_HEX) || strlen(hash) != 64 ||
+	    !hex_is_lower(salt, TOKEN_SALT_HEX) || strlen(hash) != 64 ||
 	    token_hash(salt, secret, want) || strlen(want) != 64)
 		return 0;
 	return CRYPTO_memcmp(want, hash, 64) == 0;

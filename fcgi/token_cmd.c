@@ -7,6 +7,7 @@
 
 #include <openssl/rand.h>
 
+#include "common/hex.h"
 #include "common/token.h"
 #include "fcgi/token_cmd.h"
 #include "storage/db.h"
@@ -22,16 +23,11 @@ static const char usage_text[] =
 /* Fills hex (2n + 1 bytes) with n random bytes in hex. Returns 0 or EIO. */
 static int random_hex(char *hex, size_t n)
 {
-	static const char digits[] = "0123456789abcdef";
 	unsigned char b[64];
 
 	if (n > sizeof(b) || RAND_bytes(b, (int)n) != 1)
 		return EIO;
-	for (size_t i = 0; i < n; i++) {
-		hex[2 * i] = digits[b[i] >> 4];
-		hex[2 * i + 1] = digits[b[i] & 15];
-	}
-	hex[2 * n] = '\0';
+	hex_encode(b, n, hex);
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <openssl/evp.h>
 
 #include "common/blake2b.h"
+#include "common/hex.h"
 #include "common/log.h"
 #include "common/multipart.h"
 #include "common/names.h"
@@ -241,18 +242,6 @@ out:
 	return rc;
 }
 
-/* Lowercase hex of bytes. */
-static void hex(const unsigned char *p, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[p[i] >> 4];
-		out[2 * i + 1] = digits[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 /* Checks each digest the client sent against the file's; sha256 gets the
  * file's own. Returns 0, or 1 with the failure in u. */
 static int check_digests(struct upload *u, char sha256[65])
@@ -263,7 +252,7 @@ static int check_digests(struct upload *u, char sha256[65])
 
 	sha256_final(&u->h_sha, sha256);
 	EVP_DigestFinal_ex(u->h_md5, md, &mdlen);
-	hex(md, mdlen, md5);
+	hex_encode(md, mdlen, md5);
 	blake2b_final_hex(&u->h_blake, blake);
 	if (*u->sha256 && strcasecmp(u->sha256, sha256) != 0)
 		return refuse(u, 400, "sha256_digest does not match the "
