@@ -408,6 +408,13 @@ static int contains(const struct conf *c, int outer, int inner, int depth)
 	return 0;
 }
 
+int token_index_covers(const struct conf *c, int a, int b)
+{
+	if (a < 0 || b < 0 || (size_t)a >= c->nindex || (size_t)b >= c->nindex)
+		return 0;
+	return contains(c, a, b, 0);
+}
+
 int token_index_related(const struct conf *c, int a, int b)
 {
 	if (a < 0 || b < 0 || (size_t)a >= c->nindex || (size_t)b >= c->nindex)

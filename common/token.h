@@ -100,6 +100,11 @@ int token_verify(const char *salt, const char *secret, const char *hash);
  * digit follows. Returns 0, or EINVAL when the name gives none. */
 int token_file_project(const char *filename, char *out, size_t len);
 
+/* Returns 1 when index b is index a or one of its layers, transitively:
+ * what a read token for a may read (a token for one layer of a virtual
+ * index must not read its other layers through it), else 0. */
+int token_index_covers(const struct conf *c, int a, int b);
+
 /* Returns 1 when index a and index b (positions in c->index) are the same
  * or one is a layer of the other, transitively, else 0. */
 int token_index_related(const struct conf *c, int a, int b);

@@ -58,8 +58,12 @@ int auth_allow(struct worker *w, struct req *r, int url_idx, int target_idx,
 		return forbidden(r, why);
 	}
 	idx = conf_index_find(c, t.index);
-	if (idx < 0 || !token_index_related(c, idx, url_idx) ||
-	    !token_index_related(c, idx, target_idx)) {
+	/* a read goes through the URL's index to all its layers: only a
+	 * token for it, or for an index it is a layer of, may */
+	if (idx < 0 ||
+	    (action == TOKEN_READ ? !token_index_covers(c, idx, url_idx) :
+	                            !token_index_related(c, idx, url_idx) ||
+	                                !token_index_related(c, idx, target_idx))) {
 		snprintf(why, sizeof(why),
 		         "token is for index %.100s, not "
 		         "%.100s",
@@ -79,7 +83,3 @@ int auth_allow(struct worker *w, struct req *r, int url_idx, int target_idx,
 	return 0;
 }
 
-int auth_read_required(const struct conf *c, int idx)
-{
-	return token_read_required(c, idx);
-}

@@ -30,8 +30,5 @@
 int auth_allow(struct worker *w, struct req *r, int url_idx, int target_idx,
                unsigned action, const char *project);
 
-/* Returns 1 when reading index idx needs a token with the read action
- * (idx or any of its layers, transitively, has read = token), else 0. */
-int auth_read_required(const struct conf *c, int idx);
 
 #endif
