@@ -144,6 +144,22 @@ static size_t utf8_len(const unsigned char *p, const unsigned char *end)
 	return n;
 }
 
+int json_utf8_valid(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s, *end;
+	size_t n;
+
+	if (!s)
+		return 1;
+	end = u + strlen(s);
+	for (; u < end; u += n) {
+		n = utf8_len(u, end);
+		if (!n)
+			return 0;
+	}
+	return 1;
+}
+
 static int put_utf8(struct json_reader *r, unsigned cp)
 {
 	char b[4];

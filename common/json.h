@@ -91,4 +91,9 @@ int json_integer(const struct json_reader *r, long long *out);
  * Returns 0, EINVAL when s is not valid UTF-8, or an errno from buf. */
 int json_put_string(struct buf *b, const char *s);
 
+/* Returns 1 when s is well-formed UTF-8 (no overlong forms, surrogates or
+ * code points past U+10FFFF), else 0; NULL is fine. What json_put_string()
+ * takes. */
+int json_utf8_valid(const char *s);
+
 #endif

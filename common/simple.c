@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "common/hex.h"
+#include "common/json.h"
 #include "common/names.h"
 #include "common/simple.h"
 #include "common/url.h"
@@ -20,46 +21,6 @@
 static char lower(char c)
 {
 	return c >= 'A' && c <= 'Z' ? (char)(c + ('a' - 'A')) : c;
-}
-
-/* Returns 1 when s is well-formed UTF-8 (no overlong forms, surrogates or
- * code points past U+10FFFF), else 0. NULL is fine. */
-static int utf8_ok(const char *s)
-{
-	const unsigned char *u = (const unsigned char *)s;
-
-	if (!s)
-		return 1;
-	while (*u) {
-		unsigned int c = *u, cp;
-		int n;
-
-		if (c < 0x80) {
-			u++;
-			continue;
-		} else if (c >= 0xc2 && c <= 0xdf) {
-			n = 1;
-			cp = c & 0x1f;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			n = 2;
-			cp = c & 0x0f;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			n = 3;
-			cp = c & 0x07;
-		} else {
-			return 0;
-		}
-		for (int i = 1; i <= n; i++) {
-			if ((u[i] & 0xc0) != 0x80)
-				return 0;
-			cp = (cp << 6) | (u[i] & 0x3f);
-		}
-		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-			return 0;
-		u += n + 1;
-	}
-	return 1;
 }
 
 void simple_file_free(struct simple_file *f)
@@ -264,8 +225,9 @@ int simple_file_accept(struct simple_file *f, const char *href,
 	if (!h || !names_is_sha256(h->value))
 		goto out;
 	memcpy(f->sha256, h->value, sizeof(f->sha256));
-	if (!utf8_ok(f->requires_python) || !utf8_ok(f->yanked_reason) ||
-	    !utf8_ok(f->upload_time))
+	if (!json_utf8_valid(f->requires_python) ||
+	    !json_utf8_valid(f->yanked_reason) ||
+	    !json_utf8_valid(f->upload_time))
 		goto out;
 	if (!f->yanked) {
 		free(f->yanked_reason);

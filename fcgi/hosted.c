@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "common/distname.h"
 #include "common/form.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/simple.h"
 #include "fcgi/auth.h"
@@ -291,6 +293,14 @@ int hosted_publish(struct worker *w, int idx, const struct db_hosted *h,
 		db_rollback(w->db); /* the same file again: nothing to do */
 		return 0;
 	}
+	/* under the lock the collector deletes under: still there, it stays */
+	if (!blob_exists(w->conf->data_dir, h->sha256) ||
+	    (*h->meta_sha && !blob_exists(w->conf->data_dir, h->meta_sha))) {
+		db_rollback(w->db);
+		snprintf(err, errlen, "%s: stored bytes went missing before "
+			 "they were published: upload it again", h->filename);
+		return EAGAIN;
+	}
 	if (rc == 0)
 		rc = forget_file(w, ix->name, &old, now);
 	else if (rc == ENOENT)
@@ -319,17 +329,39 @@ int hosted_publish(struct worker *w, int idx, const struct db_hosted *h,
 	return rc;
 }
 
+/* The PEP 440 normal form of a release's version, as uploads store it.
+ * Returns 0, or EINVAL with the reason in err. */
+static int release_version(const char *version, char *out, size_t len,
+			   char *err, size_t errlen)
+{
+	if (distname_version_canon(version, out, len) == 0)
+		return 0;
+	snprintf(err, errlen, "%.100s is not a version", version);
+	return EINVAL;
+}
+
 int hosted_yank(struct worker *w, int idx, const char *project,
 		const char *version, int yanked, const char *reason, char *err,
 		size_t errlen)
 {
 	const struct conf_index *ix = &w->conf->index[idx];
+	char canon[128];
 	long changed = 0;
-	int rc = db_begin(w->db);
+	int rc;
 
-	if (!rc)
-		rc = db_hosted_yank(w->db, ix->name, project, version, yanked,
-				    reason, &changed);
+	if (!json_utf8_valid(reason)) {
+		snprintf(err, errlen, "the reason is not UTF-8");
+		return EINVAL;
+	}
+	if (release_version(version, canon, sizeof(canon), err, errlen))
+		return EINVAL;
+	rc = db_begin(w->db);
+	if (rc) {
+		snprintf(err, errlen, "%s: database busy", ix->name);
+		return rc;
+	}
+	rc = db_hosted_yank(w->db, ix->name, project, canon, yanked, reason,
+			    &changed);
 	if (!rc && changed == 0) {
 		db_rollback(w->db);
 		snprintf(err, errlen, "%s has no release %s %s", ix->name,
@@ -353,12 +385,19 @@ int hosted_remove(struct worker *w, int idx, const char *project,
 	long long now = (long long)time(NULL);
 	struct db_hosted *rows = NULL;
 	size_t n = 0, removed = 0;
-	int rc = db_begin(w->db);
+	char canon[128];
+	int rc;
 
-	if (!rc)
-		rc = db_hosted_project(w->db, ix->name, project, &rows, &n);
+	if (release_version(version, canon, sizeof(canon), err, errlen))
+		return EINVAL;
+	rc = db_begin(w->db);
+	if (rc) {
+		snprintf(err, errlen, "%s: database busy", ix->name);
+		return rc;
+	}
+	rc = db_hosted_project(w->db, ix->name, project, &rows, &n);
 	for (size_t i = 0; !rc && i < n; i++) {
-		if (strcmp(rows[i].version, version) != 0 ||
+		if (strcmp(rows[i].version, canon) != 0 ||
 		    (*filename && strcmp(rows[i].filename, filename) != 0))
 			continue;
 		rc = db_hosted_delete(w->db, ix->name, rows[i].filename);
@@ -461,6 +500,8 @@ void hosted_serve(struct worker *w, struct req *r, const struct route *rt)
 	}
 	if (rc == ENOENT)
 		req_error(r, 404, err);
+	else if (rc == EINVAL)
+		req_error(r, 400, err);
 	else if (rc)
 		req_error(r, 500, err);
 	else

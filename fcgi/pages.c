@@ -4,7 +4,6 @@
 #include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -82,22 +81,29 @@ void pages_collect(struct worker *w)
 	char due[COLLECT_MAX][65], path[PATH_MAX];
 	size_t n = 0;
 	long refs;
+	int rc;
 
 	if (db_garbage_due(w->db, (long long)time(NULL) - w->conf->gc_grace,
 			   due, COLLECT_MAX, &n) || n == 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
+		/* the note, the check and the unlink under one write lock:
+		 * an upload of the same bytes takes the note first (and the
+		 * blob stays), or finds the blob gone and stores it again */
+		if (db_begin(w->db))
+			return;
+		rc = db_garbage_take(w->db, due[i]);
 		/* a later refresh may have made the same bytes again */
-		if (db_refs(w->db, due[i], &refs) == 0 && refs == 0 &&
+		if (!rc && db_refs(w->db, due[i], &refs) == 0 && refs == 0 &&
 		    blob_path(w->conf->data_dir, due[i], path,
 			      sizeof(path)) == 0) {
 			if (unlink(path) < 0 && errno != ENOENT)
-				log_warn(errno, path,
-					 "deleting a replaced rendering");
+				log_warn(errno, path, "deleting a replaced blob");
 			else
 				db_blob_delete(w->db, due[i]);
 		}
-		db_garbage_delete(w->db, due[i]);
+		if (db_commit(w->db))
+			db_rollback(w->db);
 	}
 }
 
@@ -414,18 +420,14 @@ static int hosted_get(struct worker *w, const struct conf_index *ix,
 		      const char *project, struct db_page *p,
 		      const char **cache)
 {
-	struct db_hosted *rows = NULL;
 	char err[1024];
-	size_t n = 0;
 
 	if (db_page_get(w->db, ix->name, project, p) || p->status != 200) {
-		/* its row went (fsck --repair, an eviction race) while its
-		 * files are there: render it again; a project it does not
-		 * have costs one read */
-		if (db_hosted_project(w->db, ix->name, project, &rows, &n) ||
-		    (!n && *project))
+		/* its row went (fsck --repair) while its files are there:
+		 * render it again; a project it does not have costs one
+		 * read */
+		if (*project && db_hosted_has(w->db, ix->name, project))
 			return ENOENT;
-		free(rows);
 		if (hosted_render(w, (int)(ix - w->conf->index), project, err,
 				  sizeof(err)) ||
 		    db_page_get(w->db, ix->name, project, p) ||

@@ -18,6 +18,7 @@
 
 #include "common/blake2b.h"
 #include "common/hex.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/multipart.h"
 #include "common/names.h"
@@ -296,6 +297,33 @@ static int sdist_metadata_reliable(const char *version)
 	return major > 2 || (major == 2 && minor >= 2);
 }
 
+/* Takes the garbage notes of the blobs h names, before they are stored:
+ * bytes a replaced or removed upload left for the collector (the same
+ * file uploaded again) stay, since the note's taker decides (pages.c
+ * pages_collect), and the use recorded now keeps eviction off them until
+ * they are published. Returns 0 or an errno. */
+static int keep_blobs(struct worker *w, const struct db_hosted *h)
+{
+	int rc = db_begin(w->db);
+
+	if (rc)
+		return rc;
+	if (db_garbage_take(w->db, h->sha256) == EIO ||
+	    (*h->meta_sha && db_garbage_take(w->db, h->meta_sha) == EIO)) {
+		db_rollback(w->db);
+		return EIO;
+	}
+	rc = db_commit(w->db);
+	if (rc) {
+		db_rollback(w->db);
+		return rc;
+	}
+	lru_touch(h->sha256);
+	if (*h->meta_sha)
+		lru_touch(h->meta_sha);
+	return 0;
+}
+
 /* Notes the blobs stored for a refused upload as garbage. */
 static void forget_blobs(struct worker *w, const struct db_hosted *h)
 {
@@ -333,26 +361,38 @@ static int publish(struct worker *w, struct upload *u, int target,
 		dist_info_free(&info);
 		return refuse(u, 400, "bad project name %s", info.name);
 	}
-	snprintf(h.version, sizeof(h.version), "%s", info.version);
+	/* one release, however its files spell the version: 1.0rc1 and
+	 * 1.0-RC1 are yanked and listed together */
+	if (distname_version_canon(info.version, h.version,
+				   sizeof(h.version)) ||
+	    !json_utf8_valid(info.requires_python)) {
+		dist_info_free(&info);
+		return refuse(u, 400, "bad Version or Requires-Python in the "
+			      "metadata");
+	}
 	snprintf(h.filename, sizeof(h.filename), "%s", u->filename);
 	snprintf(h.requires_python, sizeof(h.requires_python), "%s",
 		 info.requires_python);
 	h.size = u->size;
-	worker_make_room(w, w->db, u->size + (long long)info.metadata_len);
 	/* a wheel's METADATA is its PEP 658 metadata; an sdist's PKG-INFO
 	 * only from Metadata-Version 2.2 (PEP 643), which marks the fields
 	 * that a build may change: before it, nothing in it is reliable */
-	rc = 0;
 	if (info.kind == DISTNAME_WHEEL ||
 	    sdist_metadata_reliable(info.metadata_version))
+		sha256_hex(info.metadata, info.metadata_len, h.meta_sha);
+	worker_make_room(w, w->db, u->size + (long long)info.metadata_len);
+	rc = keep_blobs(w, &h);
+	if (!rc && *h.meta_sha)
 		rc = blob_put(data_dir, info.metadata, info.metadata_len,
 			      h.meta_sha);
 	dist_info_free(&info);
 	if (!rc)
 		rc = blob_commit(data_dir, u->tmp, u->fd, h.sha256);
-	if (rc)
+	if (rc) {
+		forget_blobs(w, &h);
 		return refuse(u, 500, "storing %s: %s", u->filename,
 			      strerror(rc));
+	}
 	rc = hosted_publish(w, target, &h, changed, err, sizeof(err));
 	if (rc) {
 		/* what was stored for it goes with the collector, unless

@@ -50,18 +50,18 @@ static void flatten(const struct conf *c, int idx, int *leaf, size_t *n)
 		flatten(c, (int)ix->layer[i], leaf, n);
 }
 
-/* Whether some hosted leaf has a page of project. */
+/* Whether some hosted leaf has files of project: its files, not its page
+ * row (which fsck --repair may drop for a moment). A database error
+ * counts as yes: private-first fails closed, never to the cache. */
 static int hosted_has(struct worker *w, const int *leaf, size_t n,
 		      const char *project)
 {
 	const struct conf *c = w->conf;
-	struct db_page p;
 
 	for (size_t i = 0; i < n; i++)
 		if (c->index[leaf[i]].type == CONF_INDEX_HOSTED &&
-		    db_page_get(w->db, c->index[leaf[i]].name, project, &p) ==
-			    0 &&
-		    p.status == 200)
+		    db_hosted_has(w->db, c->index[leaf[i]].name, project) !=
+			    ENOENT)
 			return 1;
 	return 0;
 }

@@ -171,6 +171,8 @@ static const char *const sql[S_COUNT] = {
 			  " WHERE idx = ?1 AND project = ?2 AND version = ?3",
 	[S_HOSTED_DELETE] = "DELETE FROM hosted WHERE idx = ?1 AND filename = ?2",
 	[S_HOSTED_ALL] = "SELECT " HOSTED_COLUMNS ", idx FROM hosted",
+	[S_HOSTED_HAS] = "SELECT 1 FROM hosted WHERE idx = ?1 AND project = ?2"
+			 " LIMIT 1",
 	[S_TOKEN_PUT] = "INSERT INTO tokens VALUES"
 			" (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
 	[S_TOKEN_GET] = "SELECT " TOKEN_COLUMNS " FROM tokens WHERE id = ?1",

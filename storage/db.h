@@ -179,6 +179,12 @@ int db_garbage_due(struct db *db, long long before, char (*sha)[65],
 /* Drops the garbage note of sha256. Returns 0 or EIO. */
 int db_garbage_delete(struct db *db, const char *sha256);
 
+/* Drops the garbage note of sha256 and says whether there was one: 0,
+ * ENOENT when there was none (someone took it, or never made it), or EIO.
+ * In a transaction, the one that takes the note decides the blob's fate:
+ * the collector deleting it, or an upload of the same bytes keeping it. */
+int db_garbage_take(struct db *db, const char *sha256);
+
 /* Counts the rows that name sha256 as a body of theirs: page renderings,
  * registry refs and hosted files (what a replaced one may still be).
  * Returns 0 or EIO. */
@@ -314,6 +320,10 @@ int db_hosted_get(struct db *db, const char *index, const char *filename,
  * EIO. */
 int db_hosted_project(struct db *db, const char *index, const char *project,
 		      struct db_hosted **rows, size_t *n);
+
+/* Whether index holds a file of project. Returns 0 (it does), ENOENT, or
+ * EIO. */
+int db_hosted_has(struct db *db, const char *index, const char *project);
 
 /* Calls fn for each project index holds a file of, by name, after reading
  * them all. Returns 0, ENOMEM, or EIO. */

@@ -92,6 +92,19 @@ int db_hosted_project(struct db *db, const char *index, const char *project,
 	return 0;
 }
 
+int db_hosted_has(struct db *db, const char *index, const char *project)
+{
+	sqlite3_stmt *st = db_stmt(db, S_HOSTED_HAS);
+	int err;
+
+	BIND_TEXT(st, 1, index);
+	BIND_TEXT(st, 2, project);
+	err = db_row(db, st, "hosted has");
+	if (!err)
+		sqlite3_reset(st);
+	return err;
+}
+
 int db_hosted_projects(struct db *db, const char *index,
                        void (*fn)(const char *project, void *ctx), void *ctx)
 {

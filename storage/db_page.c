@@ -210,6 +210,18 @@ int db_garbage_delete(struct db *db, const char *sha256)
 	return db_run(db, st, "garbage delete");
 }
 
+int db_garbage_take(struct db *db, const char *sha256)
+{
+	sqlite3_stmt *st = db_stmt(db, S_GARBAGE_DELETE);
+	int err;
+
+	BIND_TEXT(st, 1, sha256);
+	err = db_run(db, st, "garbage take");
+	if (err)
+		return err;
+	return sqlite3_changes(db->conn) > 0 ? 0 : ENOENT;
+}
+
 int db_refs(struct db *db, const char *sha256, long *count)
 {
 	sqlite3_stmt *st = db_stmt(db, S_REFS);
