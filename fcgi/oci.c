@@ -342,6 +342,22 @@ static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
 	send_row(w, r, &row, 0, 0);
 }
 
+/* Asks the upstream (a HEAD) whether the repository holds blob hex, and
+ * records it when it does. Returns 0, ENODATA when it does not, or an
+ * errno with the reason in err. */
+static int confirm(struct worker *w, struct oci_ctx *x, const char *url,
+                   const char *hex, char *err, size_t errlen)
+{
+	long long size = -1;
+	int rc = oci_up_ready(w, &x->up, url, 0, err, errlen);
+
+	if (!rc)
+		rc = fetch_head(&x->up.o, url, &size, err, errlen);
+	if (!rc)
+		db_oci_blob_put(w->db, x->reg->name, x->up.name, hex, size);
+	return rc;
+}
+
 /* Answers a HEAD for a blob the store does not have from an upstream
  * HEAD: nothing is downloaded. */
 static void blob_head(struct worker *w, struct req *r, struct oci_ctx *x,
@@ -353,9 +369,10 @@ static void blob_head(struct worker *w, struct req *r, struct oci_ctx *x,
 
 	if (db_oci_blob_get(w->db, x->reg->name, x->up.name, hex, &size) ||
 	    size < 0) {
-		rc = oci_up_ready(w, &x->up, url, 0, err, sizeof(err));
+		rc = confirm(w, x, url, hex, err, sizeof(err));
 		if (!rc)
-			rc = fetch_head(&x->up.o, url, &size, err, sizeof(err));
+			db_oci_blob_get(w->db, x->reg->name, x->up.name, hex,
+			                &size);
 	} else {
 		rc = 0;
 	}
@@ -368,8 +385,6 @@ static void blob_head(struct worker *w, struct req *r, struct oci_ctx *x,
 		        err);
 		return;
 	}
-	if (size >= 0) /* the next HEAD needs no upstream */
-		db_oci_blob_put(w->db, x->reg->name, x->up.name, hex, size);
 	r->cache = "MISS";
 	req_header(r, "Content-Type", "application/octet-stream");
 	req_header(r, "Docker-Content-Digest", "sha256:%s", hex);
@@ -406,7 +421,31 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 		fail(r, 400, "UNSUPPORTED", "only sha256 digests are cached");
 		return;
 	}
-	if (send_stored(w, hex)) {
+	snprintf(what, sizeof(what), "blobs/%s", x->rt.ref);
+	if (oci_up_url(&x->up, what, url, sizeof(url))) {
+		fail(r, 400, "NAME_INVALID", "name too long");
+		return;
+	}
+	/* only what this registry was seen to hold: the store also keeps
+	 * uploaded packages and page renderings, which a digest must not
+	 * reach from here. Bytes it holds for something else are served
+	 * once the upstream says this repository has them (a HEAD). */
+	if (db_oci_blob_known(w->db, x->reg->name, hex) != 0 &&
+	    send_stored(w, hex)) {
+		rc = confirm(w, x, url, hex, err, sizeof(err));
+		if (rc == ENODATA) {
+			fail(r, 404, "BLOB_UNKNOWN",
+			     "the upstream has no such blob");
+			return;
+		}
+		if (rc) {
+			fail_rc(r, rc == EACCES ? EACCES : EREMOTEIO,
+			        "BLOB_UNKNOWN", err);
+			return;
+		}
+	}
+	if (db_oci_blob_known(w->db, x->reg->name, hex) == 0 &&
+	    send_stored(w, hex)) {
 		mark = req_header_mark(r);
 		r->cache = "HIT";
 		req_header(r, "Docker-Content-Digest", "%s", x->rt.ref);
@@ -420,11 +459,6 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 		/* evicted between the look and the open: a miss after all */
 		req_header_rewind(r, mark);
 		r->cache = NULL;
-	}
-	snprintf(what, sizeof(what), "blobs/%s", x->rt.ref);
-	if (oci_up_url(&x->up, what, url, sizeof(url))) {
-		fail(r, 400, "NAME_INVALID", "name too long");
-		return;
 	}
 	if (r->head) {
 		blob_head(w, r, x, url, hex);

@@ -147,6 +147,8 @@ static const char *const sql[S_COUNT] = {
 			   " (?1, ?2, ?3, ?4)",
 	[S_OCI_BLOB_GET] = "SELECT size FROM oci_blobs WHERE registry = ?1"
 			   " AND name = ?2 AND sha256 = ?3",
+	[S_OCI_BLOB_KNOWN] = "SELECT 1 FROM oci_blobs WHERE sha256 = ?2"
+			     " AND registry = ?1 LIMIT 1",
 	[S_OCI_TOKEN_GET] = "SELECT value, expires_at FROM oci_tokens"
 			    " WHERE registry = ?1 AND scope = ?2",
 	[S_OCI_TOKEN_PUT] = "INSERT OR REPLACE INTO oci_tokens VALUES"

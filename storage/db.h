@@ -231,6 +231,12 @@ int db_oci_blob_put(struct db *db, const char *registry, const char *name,
 int db_oci_blob_get(struct db *db, const char *registry, const char *name,
 		    const char *sha256, long long *size);
 
+/* Whether some repository of registry was seen to hold blob sha256 (the
+ * store holds other blobs too: uploads, pages, other registries'). Returns
+ * 0 (it was), ENOENT, or EIO. */
+int db_oci_blob_known(struct db *db, const char *registry,
+		      const char *sha256);
+
 /* Reads the token for (registry, scope) and when it expires. Returns 0,
  * ENOENT, or EIO. */
 int db_oci_token_get(struct db *db, const char *registry, const char *scope,

@@ -86,6 +86,20 @@ int db_oci_blob_get(struct db *db, const char *registry, const char *name,
 	return 0;
 }
 
+int db_oci_blob_known(struct db *db, const char *registry,
+                      const char *sha256)
+{
+	sqlite3_stmt *st = db_stmt(db, S_OCI_BLOB_KNOWN);
+	int err;
+
+	BIND_TEXT(st, 1, registry);
+	BIND_TEXT(st, 2, sha256);
+	err = db_row(db, st, "oci blob known");
+	if (!err)
+		sqlite3_reset(st);
+	return err;
+}
+
 int db_oci_token_get(struct db *db, const char *registry, const char *scope,
                      char *value, size_t len, long long *expires_at)
 {

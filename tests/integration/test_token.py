@@ -180,9 +180,11 @@ def test_read_token_serves(stack, dists):
     # nginx kept none of those for the next client
     r = get(stack.base, PAGE)
     assert r.status == 401
-    # a token for a layer works on the index over it
+    # a read token for a layer does not read the index over it, which
+    # would show it every other layer too
     layer_tok, _ = new_token(conf, "--index", "pypi", "--actions", "read")
-    assert get(stack.base, PAGE, bearer(layer_tok)).status == 200
+    r = get(stack.base, PAGE, bearer(layer_tok))
+    assert r.status == 403 and b"not team/pypi" in r.body, (r.status, r.body)
 
     page = get(stack.base, PAGE, bearer(tok)).json()
     f = next(f for f in page["files"] if f["filename"].endswith(".whl"))
