@@ -11,6 +11,7 @@
 
 #include "common/conf.h"
 #include "common/conf_keys.h"
+#include "common/token.h"
 
 #ifndef LOCALSTATEDIR
 #define LOCALSTATEDIR "/var"
@@ -707,21 +708,19 @@ static const char *check_layers(void *f)
 	return NULL;
 }
 
-/* Globs of project names: lowercased, and '_' and '.' made '-', as the
- * names they are matched against are (PEP 503). */
+/* Globs of project names, normalised as the names they are matched
+ * against are (PEP 503: lowercase, a run of '-', '_', '.' one '-'), as
+ * token globs are (token_globs_normalize). */
 static const char *check_globs(void *f)
 {
-	char *list = *(char **)f;
+	char *list = *(char **)f, out[TOKEN_MAX_GLOBS + 1], err[160];
 
-	for (char *p = list; *p; p++) {
-		if (*p >= 'A' && *p <= 'Z')
-			*p = (char)(*p - 'A' + 'a');
-		if (*p == '_' || *p == '.')
-			*p = '-';
-		if (*p != ' ' && !is_lower_digit(*p) && !strchr("-*?", *p))
-			return "project name globs (letters, digits, - _ . "
-			       "* ?) separated by spaces";
-	}
+	if (!*list)
+		return NULL;
+	if (token_globs_normalize(list, out, sizeof(out), err, sizeof(err)))
+		return "project name globs (letters, digits, - _ . * ?) "
+		       "separated by spaces";
+	memcpy(list, out, strlen(out) + 1); /* never longer than list */
 	return NULL;
 }
 

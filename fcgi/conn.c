@@ -18,9 +18,13 @@
 #define OUT_MAX (2 * (FASTCGI_MAX_CONTENT + FASTCGI_HEADER_LEN) + COALESCE)
 /* How long a blocked write waits for the web server to take a byte. */
 #define WRITE_WAIT_MS (300 * 1000)
-/* Body bytes conn_end reads and drops to keep a connection; past that the
- * connection is closed instead. */
-#define DRAIN_MAX (1 << 20)
+/* Body bytes conn_end reads and drops, after a response that did not read
+ * them all (an upload refused early), until the web server ends the body
+ * or hangs up; past that the connection is closed anyway. Closing on
+ * unread bytes resets it, and nginx, still sending the body, then answers
+ * 502 instead of the response it was given: this is enough for what
+ * sits in the socket buffers between them. */
+#define DRAIN_MAX (16 << 20)
 
 struct conn *conn_new(int fd)
 {

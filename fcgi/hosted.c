@@ -474,6 +474,7 @@ void hosted_serve(struct worker *w, struct req *r, const struct route *rt)
 	int rc;
 
 	if (target < 0) {
+		req_header(r, "Allow", "%s", "");
 		req_error(r, 405, "not a hosted index: nothing to yank or "
 			  "remove here");
 		return;
@@ -481,7 +482,7 @@ void hosted_serve(struct worker *w, struct req *r, const struct route *rt)
 	if (auth_allow(w, r, rt->index, target, action, rt->project))
 		return;
 	if (rt->kind == ROUTE_REMOVE && !w->conf->index[target].is_volatile) {
-		req_header(r, "Allow", "POST");
+		req_header(r, "Allow", "%s", "");
 		req_error(r, 405, "files of this index cannot be removed (it "
 			  "is not volatile): yank the release instead");
 		return;

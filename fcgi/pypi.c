@@ -70,7 +70,9 @@ void pypi_simple(struct worker *w, struct req *r, const struct route *rt)
 			  "or text/html");
 		return;
 	}
-	if (*project)
+	/* the most requested projects are on the anonymous status page:
+	 * not the names of an index that takes a token to read */
+	if (*project && !w->read_token[rt->index])
 		stats_top_add(STATS_TOP_PROJECTS, project);
 again:
 	w->hint.index = -1;

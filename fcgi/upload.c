@@ -209,6 +209,7 @@ static int read_body(struct upload *u, const char *boundary)
 						      part_end};
 	struct multipart *mp = malloc(sizeof(*mp));
 	char *buf = malloc(1 << 16);
+	long long total = 0;
 	ssize_t got;
 	int rc = 0;
 
@@ -228,6 +229,14 @@ static int read_body(struct upload *u, const char *boundary)
 		}
 		if (got == 0)
 			break;
+		/* the fields too: a chunked body has no length to refuse
+		 * up front, and an endless field would tie the worker */
+		total += got;
+		if (total > u->max + FORM_SLACK) {
+			rc = refuse(u, 413, "the upload is over "
+				    "max_upload_size (%lld bytes)", u->max);
+			goto out;
+		}
 		rc = multipart_feed(mp, buf, (size_t)got);
 		if (rc)
 			break;
@@ -414,8 +423,15 @@ void upload_serve(struct worker *w, struct req *r, const struct route *rt)
 	long long max;
 
 	if (target < 0) {
+		req_header(r, "Allow", "%s", ""); /* nothing here takes one */
 		req_error(r, 405, "not a hosted index: upload to a hosted "
 			  "index, or a virtual index over one");
+		return;
+	}
+	if (!r->conn && (!req_env(r, "CONTENT_LENGTH") ||
+			 !*req_env(r, "CONTENT_LENGTH"))) {
+		/* CGI reads its body by its length */
+		req_error(r, 411, "an upload needs a Content-Length here");
 		return;
 	}
 	max = w->conf->index[target].max_upload_size;
