@@ -66,6 +66,15 @@ static int hosted_has(struct worker *w, const int *leaf, size_t n,
 	return 0;
 }
 
+/* Whether any of the n leaves is a hosted index. */
+static int any_hosted(const struct conf *c, const int *leaf, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (c->index[leaf[i]].type == CONF_INDEX_HOSTED)
+			return 1;
+	return 0;
+}
+
 /* Whether the virtual index ix may serve project ("" the list) from its
  * cache leaves at all. */
 static int cache_allowed(struct worker *w, const struct conf_index *ix,
@@ -411,8 +420,12 @@ int virtual_find_file(struct worker *w, int idx, const char *sha256,
 	nnames = simple_merge_names(filename, names, SIMPLE_MERGE_MAX_NAMES);
 	if (ix->policy == CONF_POLICY_NO_FALLBACK)
 		with_cache = 0;
-	/* a name that reads as no project cannot be checked */
-	if (nnames == 0 && *ix->protected_names)
+	/* a name that reads as no project, or as more than could be
+	 * checked, cannot be cleared: no cache leaf then (fail closed) */
+	if ((nnames == 0 || nnames == SIMPLE_MERGE_MAX_NAMES) &&
+	    (*ix->protected_names ||
+	     (ix->policy == CONF_POLICY_PRIVATE_FIRST &&
+	      any_hosted(c, leaf, nleaf))))
 		with_cache = 0;
 	for (size_t i = 0; with_cache && i < nnames; i++)
 		with_cache = cache_allowed(w, ix, leaf, nleaf, names[i]);
