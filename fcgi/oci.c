@@ -83,29 +83,13 @@ static void fail_rc(struct req *r, int rc, const char *unknown_code,
 	}
 }
 
-/* Reads a stored blob of at most max bytes into b. */
+/* Reads a stored blob of at most max bytes into b (the caller frees it,
+ * whatever happens). */
 static int read_blob(struct worker *w, const char *sha, size_t max,
                      struct buf *b)
 {
-	char path[4096], chunk[65536];
-	ssize_t n;
-	int fd, rc = 0;
-
-	buf_init(b, max); /* the caller frees it, whatever happens */
-	if (blob_path(w->conf->data_dir, sha, path, sizeof(path)))
-		return EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-		if (buf_add(b, chunk, (size_t)n)) {
-			rc = EFBIG;
-			break;
-		}
-	if (n < 0)
-		rc = errno;
-	close(fd);
-	return rc;
+	buf_init(b, max);
+	return blob_read(w->conf->data_dir, sha, b);
 }
 
 /* Sends the stored body a row names. A by-digest row never changes; any

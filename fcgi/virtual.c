@@ -127,43 +127,6 @@ static void sources_key(const struct conf *c, const struct source *s,
 	snprintf(out, len, "v:%s", hex);
 }
 
-/* Reads the blob sha256 (at most max bytes) into b. Returns 0, ENOENT
- * when the store lacks it, EFBIG, or another errno. */
-static int read_blob(const char *data_dir, const char *sha256, size_t max,
-		     struct buf *b)
-{
-	char path[PATH_MAX], chunk[65536];
-	ssize_t got;
-	int fd, rc = 0;
-
-	rc = blob_path(data_dir, sha256, path, sizeof(path));
-	if (rc)
-		return rc;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	for (;;) {
-		got = read(fd, chunk, sizeof(chunk));
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			rc = errno;
-			break;
-		}
-		if (got == 0)
-			break;
-		if (b->len + (size_t)got > max) {
-			rc = EFBIG;
-			break;
-		}
-		rc = buf_add(b, chunk, (size_t)got);
-		if (rc)
-			break;
-	}
-	close(fd);
-	return rc;
-}
-
 /* Parses the stored JSON rendering of source s into page. Returns 0, or
  * an errno with the reason in err (ENOENT: the rendering is gone). */
 static int load(struct worker *w, const struct source *s, int is_list,
@@ -175,8 +138,8 @@ static int load(struct worker *w, const struct source *s, int is_list,
 	struct buf b;
 	int rc;
 
-	buf_init(&b, max + 1);
-	rc = read_blob(w->conf->data_dir, s->row.json_sha, max, &b);
+	buf_init(&b, max);
+	rc = blob_read(w->conf->data_dir, s->row.json_sha, &b);
 	if (rc) {
 		snprintf(err, errlen, "%s: reading the page's rendering: %s",
 			 name, strerror(rc));

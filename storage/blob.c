@@ -194,3 +194,32 @@ fail:
 	close(fd);
 	return err;
 }
+
+int blob_read(const char *data_dir, const char *sha256, struct buf *b)
+{
+	char path[PATH_MAX], chunk[65536];
+	ssize_t got;
+	int fd, rc;
+
+	rc = blob_path(data_dir, sha256, path, sizeof(path));
+	if (rc)
+		return rc;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	for (;;) {
+		got = read(fd, chunk, sizeof(chunk));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			rc = got < 0 ? errno : 0;
+			break;
+		}
+		if (buf_add(b, chunk, (size_t)got)) {
+			rc = EFBIG;
+			break;
+		}
+	}
+	close(fd);
+	return rc;
+}

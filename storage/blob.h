@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "common/buf.h"
+
 /* Writes "blobs/sha256/ab/cd/<hex>" (relative to the data directory) to
  * out. Returns 0, EINVAL for a bad hash, or ENAMETOOLONG. */
 int blob_relpath(const char *sha256, char *out, size_t outlen);
@@ -36,6 +38,12 @@ int blob_tmp(const char *data_dir, char *path, size_t pathlen, int *fd);
  * unlink. */
 int blob_commit(const char *data_dir, const char *tmp, int fd,
 		const char *sha256);
+
+/* Appends the blob sha256 to b (made by the caller, whose limit bounds
+ * what is read). Returns 0, ENOENT when the store lacks it, EFBIG when it
+ * is bigger than b may grow, or another errno; b is the caller's to free
+ * either way. */
+int blob_read(const char *data_dir, const char *sha256, struct buf *b);
 
 /* Stores bytes as a blob; its hash goes to sha256. Returns 0 or an errno;
  * nothing is left behind on error. */
