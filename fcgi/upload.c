@@ -104,6 +104,7 @@ static int refuse(struct upload *u, int status, const char *fmt, ...)
 static int open_file(struct upload *u, const char *filename)
 {
 	const char *base = strrchr(filename, '/');
+	int err;
 
 	base = base ? base + 1 : filename;
 	if (u->fd >= 0)
@@ -111,9 +112,12 @@ static int open_file(struct upload *u, const char *filename)
 	if (!names_is_filename(base))
 		return refuse(u, 400, "bad file name \"%.200s\"", base);
 	snprintf(u->filename, sizeof(u->filename), "%s", base);
-	if (blob_tmp(u->conf->data_dir, u->tmp, sizeof(u->tmp), &u->fd))
+	err = blob_tmp(u->conf->data_dir, u->tmp, sizeof(u->tmp), &u->fd);
+	if (err) {
+		u->fd = -1;
 		return refuse(u, 500, "cannot make a temp file: %s",
-			      strerror(errno));
+			      strerror(err));
+	}
 	/* locked while it is written: the sweep takes only what a dead
 	 * process left (storage/flight.c) */
 	flock(u->fd, LOCK_EX);
