@@ -185,6 +185,20 @@ static const char *const sql[S_COUNT] = {
 	[S_ROLLBACK] = "ROLLBACK",
 };
 
+void *db_grow(void *all, size_t *cap, size_t n, size_t size, size_t first)
+{
+	size_t want;
+	void *grown;
+
+	if (n < *cap)
+		return all;
+	want = *cap ? *cap * 2 : first;
+	grown = realloc(all, want * size);
+	if (grown)
+		*cap = want;
+	return grown;
+}
+
 int db_fail(struct db *db, const char *what)
 {
 	log_error(0, db->path, "%s: %s", what, sqlite3_errmsg(db->conn));

@@ -193,15 +193,12 @@ int db_blob_each(struct db *db,
 	if (err)
 		return err;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 1024;
-			grown = realloc(all, cap * sizeof(*all));
-			if (!grown) {
-				err = ENOMEM;
-				break;
-			}
-			all = grown;
+		grown = db_grow(all, &cap, n, sizeof(*all), 1024);
+		if (!grown) {
+			err = ENOMEM;
+			break;
 		}
+		all = grown;
 		db_text(st, 0, all[n].sha256, sizeof(all[n].sha256));
 		all[n].size = sqlite3_column_int64(st, 1);
 		all[n].used_at = sqlite3_column_int64(st, 2);

@@ -69,15 +69,12 @@ int db_hosted_project(struct db *db, const char *index, const char *project,
 	BIND_TEXT(st, 1, index);
 	BIND_TEXT(st, 2, project);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			grown = realloc(all, cap * sizeof(*all));
-			if (!grown) {
-				err = ENOMEM;
-				break;
-			}
-			all = grown;
+		grown = db_grow(all, &cap, *n, sizeof(*all), 16);
+		if (!grown) {
+			err = ENOMEM;
+			break;
 		}
+		all = grown;
 		read_row(st, &all[(*n)++]);
 	}
 	if (!err && rc != SQLITE_DONE)
@@ -117,15 +114,12 @@ int db_hosted_projects(struct db *db, const char *index,
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const unsigned char *name = sqlite3_column_text(st, 0);
 
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			grown = realloc(names, cap * sizeof(*names));
-			if (!grown) {
-				err = ENOMEM;
-				break;
-			}
-			names = grown;
+		grown = db_grow(names, &cap, n, sizeof(*names), 64);
+		if (!grown) {
+			err = ENOMEM;
+			break;
 		}
+		names = grown;
 		names[n] = strdup(name ? (const char *)name : "");
 		if (!names[n]) {
 			err = ENOMEM;
@@ -185,15 +179,12 @@ int db_hosted_each(struct db *db,
 	int err = 0, rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			grown = realloc(all, cap * sizeof(*all));
-			if (!grown) {
-				err = ENOMEM;
-				break;
-			}
-			all = grown;
+		grown = db_grow(all, &cap, n, sizeof(*all), 64);
+		if (!grown) {
+			err = ENOMEM;
+			break;
 		}
+		all = grown;
 		read_row(st, &all[n].h);
 		db_text(st, 10, all[n].index, sizeof(all[n].index));
 		n++;

@@ -106,6 +106,12 @@ int db_run(struct db *db, sqlite3_stmt *st, const char *what);
  * the statement after reading it), ENOENT, or EIO. */
 int db_row(struct db *db, sqlite3_stmt *st, const char *what);
 
+/* Makes room for element n of the array all (elements of size bytes, *cap
+ * of them now), doubling it from first. Returns the array, moved or not,
+ * or NULL when out of memory (all is then as it was). For the functions
+ * that read every row before calling back. */
+void *db_grow(void *all, size_t *cap, size_t n, size_t size, size_t first);
+
 #define BIND_TEXT(st, i, s) sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC)
 
 #endif

@@ -82,15 +82,12 @@ int db_token_each(struct db *db,
 	int err = 0, rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			grown = realloc(all, cap * sizeof(*all));
-			if (!grown) {
-				err = ENOMEM;
-				break;
-			}
-			all = grown;
+		grown = db_grow(all, &cap, n, sizeof(*all), 16);
+		if (!grown) {
+			err = ENOMEM;
+			break;
 		}
+		all = grown;
 		read_row(st, &all[n++]);
 	}
 	if (!err && rc != SQLITE_DONE)
