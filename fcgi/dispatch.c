@@ -95,7 +95,8 @@ static void route(struct worker *w, struct req *r)
 	switch (rt.kind) {
 	case ROUTE_ERROR:
 		if (rt.status == 405)
-			req_header(r, "Allow", "%s", rt.allow);
+			req_header(r, "Allow", "%s",
+				   rt.allow ? rt.allow : "GET, HEAD");
 		req_error(r, rt.status, rt.reason);
 		break;
 	case ROUTE_REDIRECT:
