@@ -299,6 +299,7 @@ int loop_cgi(const struct conf *c)
 		return 1;
 	}
 	dispatch(&w, &r, err);
+	req_drain(&r);
 	req_free(&r);
 	worker_collect(&w, w.db);
 	worker_close(&w);

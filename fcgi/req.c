@@ -36,6 +36,22 @@ ssize_t req_read_body(struct req *r, void *p, size_t n)
 	return got;
 }
 
+void req_drain(struct req *r)
+{
+	char sink[65536];
+	long long drained = 0;
+	ssize_t got;
+
+	if (r->conn)
+		return;
+	while (r->body_left > 0 && drained < REQ_DRAIN_MAX) {
+		got = req_read_body(r, sink, sizeof(sink));
+		if (got <= 0)
+			break;
+		drained += got;
+	}
+}
+
 int req_init(struct req *r, struct conn *conn)
 {
 	const char *m;

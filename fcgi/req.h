@@ -71,6 +71,15 @@ int req_env_joined(const struct req *r, const char *name, struct buf *out);
  * its end, or -1 when the client or web server went away before it. */
 ssize_t req_read_body(struct req *r, void *p, size_t n);
 
+/* In CGI mode, once the response is out: reads and drops what is left of
+ * the request body, up to REQ_DRAIN_MAX bytes. A web server that writes the
+ * whole body before it reads the answer (Apache's mod_cgi) otherwise fails
+ * the write to a program that exited, and drops the answer with it (an
+ * upload refused before it was read). FastCGI connections drain their own
+ * (fcgi/conn.c). */
+#define REQ_DRAIN_MAX (16L << 20)
+void req_drain(struct req *r);
+
 /* Adds a response header; dropped silently when the value holds CR or LF.
  * Returns 0 or an errno from buf. */
 int req_header(struct req *r, const char *name, const char *fmt, ...)
