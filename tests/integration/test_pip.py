@@ -363,12 +363,15 @@ def test_unknown_project_404_remembered(stack):
     assert c["requests"].get("GET /simple/no-such-project/") == 1, c
 
 
-@pytest.mark.stack(cache_ttl=1)
+# cache_ttl 2, not 1: the third request must find the revalidated copy
+# fresh, and with 1 it went stale as soon as the clock's second turned
+# (nginx keeps an answer through the second before its expiry)
+@pytest.mark.stack(cache_ttl=2)
 def test_revalidation(stack):
     r1 = get_page(stack, "larder-demo-a")
     assert r1.status == 200, r1
     assert r1.header("X-Larder-Cache") == "MISS", dict(r1.headers)
-    time.sleep(2)
+    time.sleep(3)
     stack.standin.reset()
     r2 = get_page(stack, "larder-demo-a")
     assert r2.status == 200, r2
