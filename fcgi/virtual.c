@@ -313,7 +313,11 @@ int virtual_get(struct worker *w, int idx, const char *project, int may_skip,
 		if (n == 1 && !filter) {
 			*p = s[0].row;
 			*cache = s[0].cache;
-			drop_merged(w, ix, project);
+			/* a merge left from when more leaves had it goes; with
+			 * one leaf there never was one (the default root/pypi:
+			 * no lookup more on its warm path) */
+			if (nleaf > 1)
+				drop_merged(w, ix, project);
 			goto partial;
 		}
 		soonest = 0;
