@@ -268,6 +268,7 @@ int hosted_publish(struct worker *w, int idx, const struct db_hosted *h,
 	const struct conf_index *ix = &w->conf->index[idx];
 	long long now = (long long)time(NULL), meta_size = 0;
 	struct db_hosted old, row = *h;
+	struct db_file file = {.url = ""};
 	int rc;
 
 	*changed = 0;
@@ -306,11 +307,16 @@ int hosted_publish(struct worker *w, int idx, const struct db_hosted *h,
 	else if (rc == ENOENT)
 		rc = 0;
 	row.uploaded_at = now;
+	file.size = h->size;
+	file.has_meta = *h->meta_sha != '\0';
+	file.upload_time = now;
+	snprintf(file.meta_sha, sizeof(file.meta_sha), "%s", h->meta_sha);
+	snprintf(file.project, sizeof(file.project), "%s", h->project);
 	if (!rc)
 		rc = db_hosted_put(w->db, ix->name, &row);
 	if (!rc)
-		rc = db_file_put(w->db, ix->name, h->sha256, h->filename, "",
-				 h->size, *h->meta_sha != '\0', h->meta_sha);
+		rc = db_file_put(w->db, ix->name, h->sha256, h->filename,
+				 &file);
 	if (!rc)
 		rc = db_blob_add(w->db, h->sha256, h->size);
 	if (!rc && *h->meta_sha)

@@ -190,10 +190,16 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		rc = db_blob_add(w->db, p->html_sha, (long long)html.len);
 	for (size_t i = 0; !rc && i < page.nfiles; i++) {
 		const struct simple_file *sf = &page.files[i];
+		struct db_file row = {.size = sf->size,
+				      .has_meta = sf->core_metadata,
+				      .upload_time = -1};
 
+		snprintf(row.url, sizeof(row.url), "%s", sf->url);
+		snprintf(row.meta_sha, sizeof(row.meta_sha), "%s",
+			 sf->meta_sha256);
+		snprintf(row.project, sizeof(row.project), "%s", project);
 		rc = db_file_put(w->db, ix->name, sf->sha256, sf->filename,
-				 sf->url, sf->size, sf->core_metadata,
-				 sf->meta_sha256);
+				 &row);
 	}
 	if (!rc)
 		rc = db_page_put(w->db, ix->name, project, p);

@@ -18,7 +18,7 @@
 #define STRINGIFY(x) STRINGIFY_(x)
 
 /* The schema this build reads and writes (PRAGMA user_version). */
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
 
 /* Every table as this version has it. Run under one write lock taken up
  * front: a deferred transaction that reads the schema and then wants to
@@ -30,11 +30,15 @@ static const char schema[] =
 	"  etag TEXT NOT NULL, last_modified TEXT NOT NULL,"
 	"  fetched_at INTEGER NOT NULL, ttl INTEGER NOT NULL,"
 	"  json_sha TEXT NOT NULL, html_sha TEXT NOT NULL,"
+	"  held INTEGER NOT NULL DEFAULT 0,"
+	"  project_status TEXT NOT NULL DEFAULT '',"
 	"  PRIMARY KEY (idx, project));"
 	"CREATE TABLE IF NOT EXISTS files ("
 	"  idx TEXT NOT NULL, sha256 TEXT NOT NULL, filename TEXT NOT NULL,"
 	"  url TEXT NOT NULL, size INTEGER NOT NULL, has_meta INTEGER NOT NULL,"
 	"  meta_sha TEXT NOT NULL,"
+	"  project TEXT NOT NULL DEFAULT '',"
+	"  upload_time INTEGER NOT NULL DEFAULT -1,"
 	"  PRIMARY KEY (idx, sha256, filename));"
 	"CREATE INDEX IF NOT EXISTS files_sha ON files (sha256);"
 	"CREATE TABLE IF NOT EXISTS flights ("
@@ -89,21 +93,34 @@ static const char from_v0[] =
 	"ALTER TABLE flights ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';"
 	"ALTER TABLE outcomes ADD COLUMN at INTEGER NOT NULL DEFAULT 0;";
 
+/* The columns schema 5 added to tables that were there before, each
+ * added where it is missing. */
+static const struct {
+	const char *table, *column, *decl;
+} added_v5[] = {
+	{"pages", "held", "INTEGER NOT NULL DEFAULT 0"},
+	{"pages", "project_status", "TEXT NOT NULL DEFAULT ''"},
+	{"files", "project", "TEXT NOT NULL DEFAULT ''"},
+	{"files", "upload_time", "INTEGER NOT NULL DEFAULT -1"},
+};
+
 static const char *const sql[S_COUNT] = {
 	[S_PAGE_GET] = "SELECT status, etag, last_modified, fetched_at, ttl,"
-		       " json_sha, html_sha FROM pages"
+		       " json_sha, html_sha, held, project_status FROM pages"
 		       " WHERE idx = ?1 AND project = ?2",
 	[S_PAGE_PUT] = "INSERT OR REPLACE INTO pages VALUES"
-		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
 	[S_PAGE_TOUCH] = "UPDATE pages SET fetched_at = ?3, ttl = ?4"
 			 " WHERE idx = ?1 AND project = ?2",
 	[S_PAGE_ALL] = "SELECT idx, project, status, etag, last_modified,"
-		       " fetched_at, ttl, json_sha, html_sha FROM pages",
+		       " fetched_at, ttl, json_sha, html_sha, held,"
+		       " project_status FROM pages",
 	[S_PAGE_DELETE] = "DELETE FROM pages WHERE idx = ?1 AND project = ?2",
 	[S_CHECK] = "PRAGMA quick_check",
 	[S_FILE_PUT] = "INSERT OR REPLACE INTO files VALUES"
-		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-	[S_FILE_GET] = "SELECT url, size, has_meta, meta_sha FROM files"
+		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	[S_FILE_GET] = "SELECT url, size, has_meta, meta_sha, project,"
+		       " upload_time FROM files"
 		       " WHERE idx = ?1 AND sha256 = ?2 AND filename = ?3",
 	[S_FILE_SET_META] = "UPDATE files SET meta_sha = ?2"
 			    " WHERE sha256 = ?1 AND meta_sha = ''",
@@ -239,6 +256,40 @@ static int has_table(struct db *db, const char *name)
 	return found;
 }
 
+static int has_column(struct db *db, const char *table, const char *name)
+{
+	sqlite3_stmt *st;
+	int found = 0;
+
+	if (sqlite3_prepare_v2(db->conn, "SELECT 1 FROM pragma_table_info(?1)"
+			       " WHERE name = ?2", -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	found = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return found;
+}
+
+/* Adds the columns of added_v5 that an older store's tables lack. Returns
+ * 0, or 1 when SQLite refused one. */
+static int add_columns(struct db *db)
+{
+	char alter[256];
+
+	for (size_t i = 0; i < sizeof(added_v5) / sizeof(added_v5[0]); i++) {
+		if (!has_table(db, added_v5[i].table) ||
+		    has_column(db, added_v5[i].table, added_v5[i].column))
+			continue;
+		snprintf(alter, sizeof(alter), "ALTER TABLE %s ADD COLUMN %s %s",
+			 added_v5[i].table, added_v5[i].column,
+			 added_v5[i].decl);
+		if (sqlite3_exec(db->conn, alter, NULL, NULL, NULL) != SQLITE_OK)
+			return 1;
+	}
+	return 0;
+}
+
 /* Brings the schema to SCHEMA_VERSION. The version is read first, without
  * a lock, so an open of a current database (every CGI request, every
  * worker) never queues behind a writer; only creating or migrating takes
@@ -266,6 +317,8 @@ static int schema_up(struct db *db)
 		}
 		if (v == 0 && has_table(db, "flights") &&
 		    sqlite3_exec(db->conn, from_v0, NULL, NULL, NULL) != SQLITE_OK)
+			break;
+		if (v < 5 && add_columns(db))
 			break;
 		if (sqlite3_exec(db->conn, schema, NULL, NULL, NULL) != SQLITE_OK ||
 		    sqlite3_exec(db->conn, "PRAGMA user_version = "

@@ -36,6 +36,10 @@ struct db_page {
 	long ttl;                 /* seconds fresh after fetched_at */
 	char json_sha[65];        /* blob of the JSON rendering */
 	char html_sha[65];        /* blob of the HTML rendering */
+	long held;                /* files the renderings leave out for
+	                             being too new (min_release_age) */
+	char project_status[16];  /* PEP 792: "" (active), "archived",
+	                             "quarantined", "deprecated" */
 };
 
 struct db_file {
@@ -43,6 +47,9 @@ struct db_file {
 	long long size;           /* -1 unknown */
 	int has_meta;             /* a .metadata sibling was advertised */
 	char meta_sha[65];        /* its sha256, "" when not given */
+	char project[256];        /* normalised name of the project whose
+	                             page listed it, "" when not recorded */
+	long long upload_time;    /* unix seconds as the page said, -1 */
 };
 
 struct db_flight {
@@ -98,11 +105,10 @@ int db_begin(struct db *db);
 int db_commit(struct db *db);
 void db_rollback(struct db *db);
 
-/* Records that index listed (sha256, filename) at url. Call inside
+/* Records that index listed (sha256, filename) as f says. Call inside
  * db_begin()/db_commit() when adding many. Returns 0 or EIO. */
 int db_file_put(struct db *db, const char *index, const char *sha256,
-		const char *filename, const char *url, long long size,
-		int has_meta, const char *meta_sha);
+		const char *filename, const struct db_file *f);
 
 /* Looks up a listed file. Returns 0, ENOENT, or EIO. */
 int db_file_get(struct db *db, const char *index, const char *sha256,

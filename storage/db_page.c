@@ -29,6 +29,8 @@ int db_page_get(struct db *db, const char *index, const char *project,
 	p->ttl = (long)sqlite3_column_int64(st, 4);
 	db_text(st, 5, p->json_sha, sizeof(p->json_sha));
 	db_text(st, 6, p->html_sha, sizeof(p->html_sha));
+	p->held = (long)sqlite3_column_int64(st, 7);
+	db_text(st, 8, p->project_status, sizeof(p->project_status));
 	sqlite3_reset(st);
 	return 0;
 }
@@ -47,6 +49,8 @@ int db_page_put(struct db *db, const char *index, const char *project,
 	sqlite3_bind_int64(st, 7, p->ttl);
 	BIND_TEXT(st, 8, p->json_sha);
 	BIND_TEXT(st, 9, p->html_sha);
+	sqlite3_bind_int64(st, 10, p->held);
+	BIND_TEXT(st, 11, p->project_status);
 	return db_run(db, st, "page put");
 }
 
@@ -95,6 +99,9 @@ int db_page_each(struct db *db,
 		pr->p.ttl = (long)sqlite3_column_int64(st, 6);
 		db_text(st, 7, pr->p.json_sha, sizeof(pr->p.json_sha));
 		db_text(st, 8, pr->p.html_sha, sizeof(pr->p.html_sha));
+		pr->p.held = (long)sqlite3_column_int64(st, 9);
+		db_text(st, 10, pr->p.project_status,
+			sizeof(pr->p.project_status));
 		if (!pr->index || !pr->project) {
 			err = ENOMEM;
 			break;
@@ -123,18 +130,19 @@ int db_page_delete(struct db *db, const char *index, const char *project)
 }
 
 int db_file_put(struct db *db, const char *index, const char *sha256,
-		const char *filename, const char *url, long long size,
-		int has_meta, const char *meta_sha)
+		const char *filename, const struct db_file *f)
 {
 	sqlite3_stmt *st = db_stmt(db, S_FILE_PUT);
 
 	BIND_TEXT(st, 1, index);
 	BIND_TEXT(st, 2, sha256);
 	BIND_TEXT(st, 3, filename);
-	BIND_TEXT(st, 4, url);
-	sqlite3_bind_int64(st, 5, size);
-	sqlite3_bind_int(st, 6, has_meta);
-	BIND_TEXT(st, 7, meta_sha ? meta_sha : "");
+	BIND_TEXT(st, 4, f->url);
+	sqlite3_bind_int64(st, 5, f->size);
+	sqlite3_bind_int(st, 6, f->has_meta);
+	BIND_TEXT(st, 7, f->meta_sha);
+	BIND_TEXT(st, 8, f->project);
+	sqlite3_bind_int64(st, 9, f->upload_time);
 	return db_run(db, st, "file put");
 }
 
@@ -154,6 +162,8 @@ int db_file_get(struct db *db, const char *index, const char *sha256,
 	f->size = sqlite3_column_int64(st, 1);
 	f->has_meta = sqlite3_column_int(st, 2);
 	db_text(st, 3, f->meta_sha, sizeof(f->meta_sha));
+	db_text(st, 4, f->project, sizeof(f->project));
+	f->upload_time = sqlite3_column_int64(st, 5);
 	sqlite3_reset(st);
 	return 0;
 }

@@ -245,6 +245,22 @@ T(schema_2_upgrades)
 	CHECK_INT(db_open(dir, &db), 0);
 	CHECK_INT(db_page_get(db, "pypi", "six", &got), 0);
 	CHECK_INT(got.ttl, 2);
+	db_close(db);
+	/* schema 4 had pages and files without the columns 5 added */
+	CHECK_INT(sqlite3_open(path, &raw), SQLITE_OK);
+	CHECK_INT(sqlite3_exec(raw, "ALTER TABLE pages DROP COLUMN held;"
+			       "ALTER TABLE pages DROP COLUMN project_status;"
+			       "ALTER TABLE files DROP COLUMN upload_time;"
+			       "PRAGMA user_version = 4", NULL, NULL, NULL),
+		  SQLITE_OK);
+	sqlite3_close(raw);
+	CHECK_INT(db_open(dir, &db), 0);
+	p.held = 3;
+	snprintf(p.project_status, sizeof(p.project_status), "archived");
+	CHECK_INT(db_page_put(db, "pypi", "six", &p), 0);
+	CHECK_INT(db_page_get(db, "pypi", "six", &got), 0);
+	CHECK_INT(got.held, 3);
+	CHECK_STR(got.project_status, "archived");
 	CHECK_INT(db_blob_add(db, sha, 7), 0);
 	CHECK_INT(db_blob_totals(db, &bytes, &count), 0);
 	CHECK_INT(bytes, 7);
@@ -262,6 +278,9 @@ T(blob_evict)
 	char dir[] = "/tmp/larder-test-db-XXXXXX", s[5][65], due[8][65];
 	struct db_page p = {.status = 200, .fetched_at = 100, .ttl = 10}, got;
 	struct db_oci_ref ref = {.status = 200, .fetched_at = 1, .ttl = 1};
+	struct db_file listed = {.url = "http://u/x.whl", .size = 14,
+				 .project = "x", .upload_time = 1700000000};
+	struct db_file got_file;
 	struct db_blob rows[8];
 	struct db *db = NULL;
 	size_t n = 0;
@@ -316,8 +335,11 @@ T(blob_evict)
 	CHECK_INT(db_blob_oldest(db, 1000, -1, "", rows, 8, &n), 0);
 	CHECK_INT(n, 4);
 	/* a listed file is evictable; its listing stays */
-	CHECK_INT(db_file_put(db, "pypi", s[4], "x.whl", "http://u/x.whl", 14,
-			      0, ""), 0);
+	CHECK_INT(db_file_put(db, "pypi", s[4], "x.whl", &listed), 0);
+	CHECK_INT(db_file_get(db, "pypi", s[4], "x.whl", &got_file), 0);
+	CHECK_STR(got_file.url, "http://u/x.whl");
+	CHECK_STR(got_file.project, "x");
+	CHECK_INT(got_file.upload_time, 1700000000);
 	CHECK_INT(db_blob_evict(db, s[4], 1000, 0), 0);
 	CHECK_INT(db_blob_oldest(db, 1000, -1, "", rows, 8, &n), 0);
 	CHECK_INT(n, 3);
