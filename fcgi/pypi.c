@@ -9,6 +9,7 @@
 #include "common/accept.h"
 #include "common/log.h"
 #include "fcgi/fetcher.h"
+#include "fcgi/metadata.h"
 #include "fcgi/pages.h"
 #include "fcgi/pypi.h"
 #include "fcgi/send.h"
@@ -117,11 +118,8 @@ again:
 	w->hint.index = -1;
 }
 
-/* Finds the listing of (sha256, filename) in index idx, or among the
- * leaves of a virtual index that its policy lets serve it. Returns the
- * position of the cache or hosted index that listed it, or -1. */
-static int find_file(struct worker *w, int idx, const char *sha,
-		     const char *filename, struct db_file *f)
+int pypi_find_file(struct worker *w, int idx, const char *sha,
+		   const char *filename, struct db_file *f)
 {
 	const struct conf_index *ix = &w->conf->index[idx];
 
@@ -160,14 +158,10 @@ static void head_uncached(struct req *r, const struct fetcher_want *want)
 	req_start(r, 200);
 }
 
-/* What fetching the file (sha256, listed as f by the cache index at
- * position from), or its .metadata, takes: want, pointing into the
- * caller's o, key, url and sha (the blob's hash when known). Returns 1
- * when the store has the blob already. */
-static int file_want(struct worker *w, int from, const struct db_file *f,
+int pypi_file_want(struct worker *w, int from, const struct db_file *f,
 		     const char *sha256, int metadata,
-		     struct fetcher_want *want, struct fetch_opts *o,
-		     char key[FLIGHT_KEY_MAX + 1], char url[2100], char sha[65])
+		   struct fetcher_want *want, struct fetch_opts *o,
+		   char key[FLIGHT_KEY_MAX + 1], char url[2100], char sha[65])
 {
 	memset(want, 0, sizeof(*want));
 	want->content_type = metadata ? "text/plain; charset=utf-8" :
@@ -206,24 +200,15 @@ static int file_want(struct worker *w, int from, const struct db_file *f,
 static void prefetch(struct worker *w)
 {
 	const struct worker_hint *h = &w->hint;
-	struct fetcher_want want;
-	struct fetch_opts o;
-	struct db_file f;
-	struct req q;
-	char key[FLIGHT_KEY_MAX + 1], url[2100], sha[65], err[1024] = "";
+	char sha[65], err[1024] = "";
 	int rc;
 
-	if (h->index < 0 ||
-	    db_file_get(w->db, w->conf->index[h->index].name, h->sha256,
-			h->filename, &f) || !f.has_meta ||
-	    file_want(w, h->index, &f, h->sha256, 1, &want, &o, key, url,
-		      sha))
+	if (h->index < 0)
 		return;
-	req_quiet(&q, key);
-	rc = fetcher_serve(w, &q, &want, sha, err, sizeof(err));
-	if (rc && rc != EEXIST)
-		log_warn(rc, key, "prefetch: %s", err);
-	req_free(&q);
+	rc = metadata_ensure(w, h->index, h->sha256, h->filename, sha, err,
+			     sizeof(err));
+	if (rc && rc != ENOENT)
+		log_warn(rc, h->filename, "prefetch: %s", err);
 }
 
 void pypi_file(struct worker *w, struct req *r, const struct route *rt)
@@ -236,7 +221,7 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 	size_t mark;
 	int rc, from, stored;
 
-	from = find_file(w, rt->index, rt->sha256, rt->filename, &f);
+	from = pypi_find_file(w, rt->index, rt->sha256, rt->filename, &f);
 	if (from < 0) {
 		req_error(r, 404, "no page of this index lists that file");
 		return;
@@ -245,7 +230,7 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 		req_error(r, 404, "upstream advertises no metadata for it");
 		return;
 	}
-	stored = file_want(w, from, &f, rt->sha256, rt->metadata, &want, &fo,
+	stored = pypi_file_want(w, from, &f, rt->sha256, rt->metadata, &want, &fo,
 			   key, url, sha);
 	o.content_type = want.content_type;
 	/* a file's size as its page said, unless the page said none */

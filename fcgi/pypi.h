@@ -4,12 +4,29 @@
 
 #include "common/route.h"
 #include "fcgi/req.h"
+#include "fcgi/fetcher.h"
 #include "fcgi/worker.h"
+#include "storage/flight.h"
 
 /* Answers /{index}/simple/ and /{index}/simple/{project}/. */
 void pypi_simple(struct worker *w, struct req *r, const struct route *rt);
 
 /* Answers /{index}/files/{sha256}/{filename}[.metadata]. */
 void pypi_file(struct worker *w, struct req *r, const struct route *rt);
+
+/* Finds the listing of (sha256, filename) in index idx, or among the
+ * leaves of a virtual index that its policy lets serve it. Returns the
+ * position of the cache or hosted index that listed it, or -1. */
+int pypi_find_file(struct worker *w, int idx, const char *sha,
+		   const char *filename, struct db_file *f);
+
+/* What fetching the file (sha256, listed as f by the cache index at
+ * position from), or its .metadata, takes: want, pointing into the
+ * caller's o, key, url and sha (the blob's hash when known). Returns 1
+ * when the store has the blob already. */
+int pypi_file_want(struct worker *w, int from, const struct db_file *f,
+		   const char *sha256, int metadata,
+		   struct fetcher_want *want, struct fetch_opts *o,
+		   char key[FLIGHT_KEY_MAX + 1], char url[2100], char sha[65]);
 
 #endif
