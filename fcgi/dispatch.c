@@ -58,18 +58,23 @@ static void count(const struct req *r)
 
 /* For a page or file of an index that needs a token to read: whether r
  * may read it (else it is answered, and nothing is fetched for it). A
- * file is of the project its name says (the file name itself when it
- * says none: only a token for every project reads it). Returns 1 when
- * refused. */
+ * file is of the project whose page listed it; one no page lists (or
+ * listed before schema 5 kept the project) is of the project its name
+ * says, or of the file name itself when it says none, which only a token
+ * for every project reads. Returns 1 when refused. */
 static int read_refused(struct worker *w, struct req *r,
 			const struct route *rt)
 {
 	char project[NAMES_MAX_FILENAME + 1];
+	struct db_file f;
 
 	if (rt->kind == ROUTE_SIMPLE_LIST)
 		project[0] = '\0';
 	else if (rt->kind == ROUTE_SIMPLE_PROJECT)
 		snprintf(project, sizeof(project), "%s", rt->project);
+	else if (pypi_find_file(w, rt->index, rt->sha256, rt->filename,
+				&f) >= 0 && *f.project)
+		snprintf(project, sizeof(project), "%s", f.project);
 	else if (token_file_project(rt->filename, project, sizeof(project)))
 		snprintf(project, sizeof(project), "%s", rt->filename);
 	if (auth_allow(w, r, rt->index, rt->index, TOKEN_READ, project))
