@@ -302,6 +302,7 @@ static int start_index(struct conf_parser *p, const char *name)
 		return ENOMEM;
 	c->nindex++;
 	p->in = IN_INDEX;
+	conf_set_inherited(&c->index[p->ix], "index");
 	return set_defaults(&c->index[p->ix], "index");
 }
 
@@ -345,6 +346,7 @@ static int start_registry(struct conf_parser *p, const char *name)
 		return ENOMEM;
 	c->nregistry++;
 	p->in = IN_REGISTRY;
+	conf_set_inherited(&c->registry[p->rx], "registry");
 	return set_defaults(&c->registry[p->rx], "registry");
 }
 

@@ -63,6 +63,13 @@ struct conf_index {
 	char *protected_names;          /* virtual: globs of normalised names
 	                                   never served from a cache layer */
 	enum conf_read read;            /* who may read it */
+	/* cache: as [larder]'s keys of the same names; -1 (NULL for the
+	 * list) when the section sets none: conf_inherit() */
+	long min_release_age;           /* seconds */
+	long exclude_newer;             /* unix seconds, 0 none */
+	char *release_age_exempt;       /* normalised project globs */
+	int offline;                    /* 0/1 */
+	long stale_while_revalidate;    /* seconds */
 };
 
 enum conf_library {
@@ -85,6 +92,7 @@ struct conf_registry {
 	char *password_file;    /* "" none; read when a token is fetched */
 	enum conf_library library_prefix;
 	int is_default;         /* 0/1: serves names with no registry prefix */
+	int offline;            /* 0/1, -1: as [larder] (conf_inherit) */
 };
 
 struct conf {
@@ -109,6 +117,13 @@ struct conf {
 	long workers;           /* kept on a listening socket */
 	long max_workers;       /* at most on a listening socket */
 	char *log_file;         /* "": standard error */
+	long min_release_age;   /* seconds a file must have been upstream */
+	long exclude_newer;     /* unix seconds; files uploaded later are held
+	                           back; 0 none */
+	char *release_age_exempt; /* normalised project globs never held back */
+	int offline;            /* 0/1: never contact an upstream */
+	long stale_while_revalidate; /* seconds past its ttl a page is answered
+	                                at once while it is refreshed */
 	struct conf_index index[CONF_MAX_INDEXES];
 	size_t nindex;
 	struct conf_registry registry[CONF_MAX_REGISTRIES];
@@ -153,6 +168,13 @@ int conf_dump(const struct conf *c, struct buf *out);
 /* Appends the larder.conf(5) man page (roff), made from the key table.
  * Returns 0 or an errno from buf. */
 int conf_man(struct buf *out);
+
+/* An index's or registry's value of a key it shares with [larder]: its
+ * own when its section sets it (own >= 0), else [larder]'s. */
+static inline long conf_inherit(long own, long global)
+{
+	return own >= 0 ? own : global;
+}
 
 /* Returns the position of the index called name, or -1. */
 int conf_index_find(const struct conf *c, const char *name);

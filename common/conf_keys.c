@@ -11,6 +11,7 @@
 
 #include "common/conf.h"
 #include "common/conf_keys.h"
+#include "common/isotime.h"
 #include "common/token.h"
 
 #ifndef LOCALSTATEDIR
@@ -72,6 +73,12 @@ const struct conf_type_info conf_types[CONF_NTYPES] = {
     [T_PERCENT] = {"percent", "a percentage (0% to 99%)",
                    "A whole number from 0 to 99 followed by %: 5%, 10%. "
                    "0% means no such limit."},
+    [T_TIME] = {"time",
+                "an RFC 3339 time in UTC like 2026-01-01T00:00:00Z, a date "
+                "like 2026-01-01, or \"\" for none",
+                "An RFC 3339 date and time, 2026-01-01T00:00:00Z, with Z "
+                "or a +HH:MM offset (none means UTC), or a date alone, "
+                "2026-01-01, for its midnight UTC; \"\" for none."},
 };
 
 static const char *const sendfile_values[] = {"x-accel-redirect", "x-sendfile",
@@ -112,6 +119,45 @@ const struct conf_key conf_keys[] = {
     {LARDER(max_stale), T_SECONDS, "86400",
      .help = "How long past cache_ttl a page may still be served while "
              "upstream cannot be reached."},
+    {LARDER(stale_while_revalidate), T_SECONDS, "0",
+     .help = "How long past cache_ttl a page is still answered at once "
+             "from the cache, with one worker refreshing it from upstream "
+             "after the answer has gone: a burst on a page that just went "
+             "stale waits for nothing and costs the upstream one "
+             "revalidation. 0 turns it off: a stale page is refreshed "
+             "before it is answered. In CGI mode, where a process may be "
+             "killed once its answer is out, it is off. A cache index may "
+             "set its own."},
+    {LARDER(offline), T_BOOL, "no",
+     .help = "Never contact an upstream: every cached page is served "
+             "whatever its age (max_stale does not apply), and a page, "
+             "file or metadata that is not in the cache is a 503 saying "
+             "the index is offline. For a network that is cut off, or to "
+             "freeze what a build sees. A cache index or a registry may "
+             "set its own."},
+    {LARDER(min_release_age), T_SECONDS, "0",
+     .help = "How old a file must be, by the upload time its upstream "
+             "page gives (PEP 700 upload-time), before a cache index lists "
+             "or serves it: 7d keeps a release out of installs for a week, "
+             "the time in which compromised releases have been noticed and "
+             "pulled. Younger files are left out of pages (installers "
+             "pick the newest older release) and refused as files (403); "
+             "they appear by themselves once old enough. A file without an "
+             "upload time is left out: an upstream that only speaks HTML "
+             "(PEP 503) gives none, so its pages are empty under a "
+             "cooldown. 0 turns it off. A cache index may set its own."},
+    {LARDER(exclude_newer), T_TIME, "",
+     .help = "Leave out of pages, and refuse, files uploaded after this "
+             "time (RFC 3339 in UTC, like 2026-01-01T00:00:00Z, or a date): "
+             "a fixed cut-off, as uv's --exclude-newer, for builds that "
+             "must see the index as it was. A file without an upload time "
+             "is left out. \"\" for none. A cache index may set its own."},
+    {LARDER(release_age_exempt), T_LIST, "", .check = check_globs,
+     .help = "Projects that min_release_age and exclude_newer never hold "
+             "back, for those that must move fast (a security fix, your "
+             "own releases): globs (* any run, ? one character) matched "
+             "against the normalised name, e.g. certifi corp-*. A cache "
+             "index that sets it replaces this list for its pages."},
     {LARDER(negative_ttl), T_SECONDS, "30",
      .help = "How long an upstream 404 is remembered."},
     {LARDER(error_ttl), T_SECONDS, "10",
@@ -253,6 +299,28 @@ const struct conf_key conf_keys[] = {
              "(pip and uv send them from the index URL or a keyring), "
              "and its files are then answered with Cache-Control: "
              "private."},
+    {INDEX(min_release_age), T_SECONDS, NULL, .inherit = 1,
+     .help = "This cache index's min_release_age; unset, the [larder] "
+             "one. A virtual index shows what its cache layers let "
+             "through; a hosted index's files are never held back.",
+     .types = CONF_FOR(CONF_INDEX_CACHE)},
+    {INDEX(exclude_newer), T_TIME, NULL, .inherit = 1,
+     .help = "This cache index's exclude_newer; unset, the [larder] one.",
+     .types = CONF_FOR(CONF_INDEX_CACHE)},
+    {INDEX(release_age_exempt), T_LIST, NULL, .check = check_globs,
+     .inherit = 1,
+     .help = "This cache index's release_age_exempt; unset, the [larder] "
+             "one.",
+     .types = CONF_FOR(CONF_INDEX_CACHE)},
+    {INDEX(offline), T_BOOL, NULL, .inherit = 1,
+     .help = "Whether this cache index is offline; unset, as [larder] "
+             "says. A virtual index is offline where its cache layers "
+             "are; a hosted index never contacts anything.",
+     .types = CONF_FOR(CONF_INDEX_CACHE)},
+    {INDEX(stale_while_revalidate), T_SECONDS, NULL, .inherit = 1,
+     .help = "This cache index's stale_while_revalidate; unset, the "
+             "[larder] one.",
+     .types = CONF_FOR(CONF_INDEX_CACHE)},
     {REGISTRY(upstream), T_URL, NULL,
      .help = "Required. The registry this one caches, e.g. "
              "https://registry-1.docker.io (Docker Hub), https://ghcr.io "
@@ -295,6 +363,10 @@ const struct conf_key conf_keys[] = {
              "name from this registry: what Docker's registry-mirrors and "
              "containerd's hosts.toml mirrors send. At most one registry "
              "may be the default."},
+    {REGISTRY(offline), T_BOOL, NULL, .inherit = 1,
+     .help = "Whether this registry is offline: tags are served whatever "
+             "their age and anything not cached is a 503; unset, as "
+             "[larder] says."},
 };
 
 #undef LARDER
@@ -486,6 +558,21 @@ static int parse_percent(const char *s, long *out)
 	if (err == ERANGE || (!err && *out > 99))
 		return ERANGE;
 	return !err && strcmp(s, "%") ? EINVAL : err;
+}
+
+/* An RFC 3339 time after 1970, or "" for none (0). */
+static int parse_time(const char *s, long *out)
+{
+	long long t;
+
+	if (!*s) {
+		*out = 0;
+		return 0;
+	}
+	if (isotime_parse(s, strlen(s), &t) || t <= 0 || t > LONG_MAX)
+		return EINVAL;
+	*out = (long)t;
+	return 0;
 }
 
 static int parse_bool(const char *s, int *out)
@@ -765,6 +852,36 @@ static int norm_list(const char *s, char **out)
 	return 0;
 }
 
+int conf_is_inherited(const void *base, const struct conf_key *k)
+{
+	const void *f = conf_cfield(base, k);
+
+	if (!k->inherit)
+		return 0;
+	if (conf_is_string(k->type))
+		return *(char *const *)f == NULL;
+	if (k->type == T_BOOL || k->type == T_ENUM)
+		return *(const int *)f < 0;
+	return *(const long *)f < 0;
+}
+
+void conf_set_inherited(void *base, const char *section)
+{
+	for (size_t i = 0; i < CONF_NKEYS; i++) {
+		const struct conf_key *k = &conf_keys[i];
+		void *f = conf_field(base, k);
+
+		if (!k->inherit || strcmp(k->section, section))
+			continue;
+		if (conf_is_string(k->type))
+			*(char **)f = NULL;
+		else if (k->type == T_BOOL || k->type == T_ENUM)
+			*(int *)f = -1;
+		else
+			*(long *)f = -1;
+	}
+}
+
 /* Parses v as key k into base (a struct conf or struct conf_index).
  * Returns 0, ENOMEM, or EINVAL with *why set to what went wrong beyond
  * "not the expected form" (or NULL) and *form to a specific form
@@ -832,6 +949,12 @@ int conf_set_value(void *base, const struct conf_key *k, const char *v,
 			*why = "too large";
 			err = EINVAL;
 		}
+		if (err)
+			return err;
+		*(long *)f = n;
+		break;
+	case T_TIME:
+		err = parse_time(v, &n);
 		if (err)
 			return err;
 		*(long *)f = n;

@@ -29,9 +29,10 @@ enum conf_type {
 	T_LIST,    /* space-separated words; stored with single spaces */
 	T_URLPATH, /* /like/this/ */
 	T_PERCENT, /* 0% to 99%; stored as long */
+	T_TIME,    /* RFC 3339 UTC time or ""; unix seconds (0: "") as long */
 };
 
-#define CONF_NTYPES (T_PERCENT + 1)
+#define CONF_NTYPES (T_TIME + 1)
 
 /* What each type is called in the man page, the form an error expects, and
  * the paragraph the man page gives it. */
@@ -56,12 +57,15 @@ struct conf_key {
 	const char *help;
 	unsigned types; /* index keys: the types that may set it, as
 	                   CONF_FOR() bits; 0: every type */
+	int inherit;    /* index and registry keys: unset, the [larder] key of
+	                   the same name applies (conf_inherit); stored as -1,
+	                   or NULL for a list, and def is NULL */
 };
 
 /* The bit of an index type in conf_key.types. */
 #define CONF_FOR(t) (1u << (t))
 
-#define CONF_NKEYS 38 /* entries in conf_keys; conf_keys.c checks the count */
+#define CONF_NKEYS 49 /* entries in conf_keys; conf_keys.c checks the count */
 
 /* The one table of keys, in the order of the man page and of conf_dump. */
 extern const struct conf_key conf_keys[CONF_NKEYS];
@@ -100,6 +104,12 @@ const char *conf_bad_index_name(const char *name);
 
 /* Returns NULL when name is a good registry name, else what is wrong. */
 const char *conf_bad_registry_name(const char *name);
+
+/* Whether key k in base is unset and so inherits [larder]'s value. */
+int conf_is_inherited(const void *base, const struct conf_key *k);
+
+/* Marks base's inheriting keys of section unset (conf_key.inherit). */
+void conf_set_inherited(void *base, const char *section);
 
 /* Parses v as key k into base; returns 0, ENOMEM or EINVAL (conf_keys.c). */
 int conf_set_value(void *base, const struct conf_key *k, const char *v,

@@ -8,6 +8,7 @@
 #include "common/buf.h"
 #include "common/conf.h"
 #include "common/conf_keys.h"
+#include "common/isotime.h"
 
 #ifndef LOCALSTATEDIR
 #define LOCALSTATEDIR "/var"
@@ -50,6 +51,9 @@ static int dump_key(struct buf *out, const void *base, const struct conf_key *k)
 	long n;
 	int err;
 
+	/* unset: the [larder] value applies, which a comment says */
+	if (conf_is_inherited(base, k))
+		return buf_addf(out, "# %s: as in [larder]\n", k->name);
 	err = buf_addf(out, "%s = ", k->name);
 	if (err)
 		return err;
@@ -75,6 +79,14 @@ static int dump_key(struct buf *out, const void *base, const struct conf_key *k)
 	case T_PERCENT:
 		err = buf_addf(out, "%ld%%", *(const long *)f);
 		break;
+	case T_TIME: {
+		char t[ISOTIME_LEN] = "";
+
+		if (*(const long *)f > 0)
+			isotime_format(*(const long *)f, t);
+		err = add_value(out, t);
+		break;
+	}
 	default:
 		err =
 		    add_value(out, *(char *const *)f ? *(char *const *)f : "");
@@ -183,7 +195,9 @@ static int man_keys(struct buf *out, const char *section)
 			err = buf_addf(out, "\\fI%s\\fR",
 			               conf_types[k->type].name);
 		}
-		if (!err && k->def && !k->def[0]) {
+		if (!err && k->inherit) {
+			err = buf_adds(out, ", default: as in [larder]");
+		} else if (!err && k->def && !k->def[0]) {
 			err = buf_adds(out, ", default \\fB\\(dq\\(dq\\fR");
 		} else if (!err && k->def) {
 			err = buf_adds(out, ", default \\fB");

@@ -2093,7 +2093,7 @@ T(sample_config)
 		         sscanf(line, "%63[a-z_] = ", lkeys[nkeys]) == 1)
 			nkeys++;
 	}
-	CHECK_INT(nkeys, 21);
+	CHECK_INT(nkeys, 26);
 	for (size_t i = 0; i < nkeys; i++) {
 		snprintf(pat, sizeof(pat), "\n# %s = ", lkeys[i]);
 		CHECK_CONTAINS(text, pat);
@@ -2146,10 +2146,143 @@ T(sample_config)
 	free(text);
 }
 
+/* min_release_age, exclude_newer, release_age_exempt, offline and
+ * stale_while_revalidate: [larder] keys that a cache index (and, for
+ * offline, a registry) may set for itself; unset, it follows [larder],
+ * whichever order the sections come in. */
+T(cooldown_keys)
+{
+	struct conf c;
+	struct buf b;
+	int pypi;
+
+	CHECK_INT(conf_defaults(&c), 0);
+	CHECK_INT(c.min_release_age, 0);
+	CHECK_INT(c.exclude_newer, 0);
+	CHECK_STR(c.release_age_exempt, "");
+	CHECK_INT(c.offline, 0);
+	CHECK_INT(c.stale_while_revalidate, 0);
+	pypi = conf_index_find(&c, "pypi");
+	CHECK(pypi >= 0);
+	CHECK_INT(c.index[pypi].min_release_age, -1);
+	CHECK_INT(c.index[pypi].offline, -1);
+	CHECK(c.index[pypi].release_age_exempt == NULL);
+	CHECK_INT(c.registry[0].offline, -1);
+	conf_free(&c);
+
+	/* the built-in indexes follow a [larder] that comes after them */
+	CHECK_INT(parse(&c, "[larder]\nmin_release_age = 7d\n"
+	                    "exclude_newer = 2026-01-01T00:00:00Z\n"
+	                    "release_age_exempt = Cert_Ifi corp-*\n"
+	                    "offline = yes\nstale_while_revalidate = 1m\n"),
+	          0);
+	CHECK_STR(errbuf, "");
+	pypi = conf_index_find(&c, "pypi");
+	CHECK_INT(conf_inherit(c.index[pypi].min_release_age,
+	                       c.min_release_age),
+	          7 * 86400);
+	CHECK_INT(conf_inherit(c.index[pypi].exclude_newer, c.exclude_newer),
+	          1767225600);
+	CHECK_STR(c.release_age_exempt, "cert-ifi corp-*");
+	CHECK_INT(conf_inherit(c.index[pypi].offline, c.offline), 1);
+	CHECK_INT(conf_inherit(c.registry[0].offline, c.offline), 1);
+	CHECK_INT(conf_inherit(c.index[pypi].stale_while_revalidate,
+	                       c.stale_while_revalidate),
+	          60);
+	/* a dump says what follows [larder], and reads back the same */
+	CHECK_CONTAINS(dump(&c, &b), "\n# min_release_age: as in [larder]\n");
+	CHECK_CONTAINS(buf_str(&b), "\nexclude_newer = 2026-01-01T00:00:00Z\n");
+	CHECK_CONTAINS(buf_str(&b), "\nmin_release_age = 604800\n");
+	{
+		struct conf again;
+		struct buf b2;
+
+		CHECK_INT(parse(&again, buf_str(&b)), 0);
+		CHECK_STR(errbuf, "");
+		CHECK_STR(dump(&again, &b2), buf_str(&b));
+		buf_free(&b2);
+		conf_free(&again);
+	}
+	buf_free(&b);
+	conf_free(&c);
+
+	/* an index's own value wins, 0 and "" included */
+	CHECK_INT(parse(&c, "[index \"c\"]\ntype = cache\n"
+	                    "upstream = https://u.example/simple/\n"
+	                    "min_release_age = 0\nexclude_newer = 2025-06-01\n"
+	                    "release_age_exempt = \"\"\noffline = no\n"
+	                    "[larder]\nmin_release_age = 7d\noffline = yes\n"
+	                    "release_age_exempt = certifi\n"),
+	          0);
+	CHECK_STR(errbuf, "");
+	CHECK_INT(conf_inherit(c.index[0].min_release_age, c.min_release_age),
+	          0);
+	CHECK_INT(c.index[0].exclude_newer, 1748736000);
+	CHECK_STR(c.index[0].release_age_exempt, "");
+	CHECK_INT(conf_inherit(c.index[0].offline, c.offline), 0);
+	CHECK_CONTAINS(dump(&c, &b), "\n[index \"c\"]\n");
+	CHECK_CONTAINS(buf_str(&b), "\nmin_release_age = 0\n");
+	CHECK_CONTAINS(buf_str(&b), "\nexclude_newer = 2025-06-01T00:00:00Z\n");
+	CHECK_CONTAINS(buf_str(&b), "\nrelease_age_exempt = \"\"\n");
+	buf_free(&b);
+	conf_free(&c);
+
+	/* exclude_newer = "" is none */
+	CHECK_INT(parse_larder(&c, "exclude_newer", "\"\""), 0);
+	CHECK_INT(c.exclude_newer, 0);
+	CHECK_CONTAINS(dump(&c, &b), "\nexclude_newer = \"\"\n");
+	buf_free(&b);
+	conf_free(&c);
+}
+
+T(cooldown_key_errors)
+{
+	CHECK_CONTAINS(fails_larder("exclude_newer", "2026-13-01"),
+	               "larder.conf:2: exclude_newer = \"2026-13-01\": "
+	               "expected an RFC 3339 time in UTC");
+	CHECK_CONTAINS(fails_larder("exclude_newer", "yesterday"),
+	               "expected an RFC 3339 time");
+	CHECK_CONTAINS(fails_larder("exclude_newer", "1969-12-31"),
+	               "expected an RFC 3339 time");
+	CHECK_CONTAINS(fails_larder("exclude_newer", "2026-01-01T00:00:00"
+	                                             "+25:00"),
+	               "expected an RFC 3339 time");
+	CHECK_CONTAINS(fails_larder("min_release_age", "a week"),
+	               "min_release_age = \"a week\": expected seconds");
+	CHECK_CONTAINS(fails_larder("min_release_age", "-1"),
+	               "expected seconds");
+	CHECK_CONTAINS(fails_larder("stale_while_revalidate", "1w"),
+	               "expected seconds");
+	CHECK_CONTAINS(fails_larder("offline", "maybe"), "expected yes or no");
+	CHECK_CONTAINS(fails_larder("release_age_exempt", "corp/*"),
+	               "expected project name globs");
+	/* cache indexes only: a virtual one shows its layers' pages, a
+	 * hosted one's files are its users' */
+	CHECK_CONTAINS(fails("[index \"c\"]\ntype = cache\n"
+	                     "upstream = https://u.example/simple/\n"
+	                     "[index \"v\"]\ntype = virtual\nlayers = c\n"
+	                     "min_release_age = 7d\n"),
+	               "larder.conf:7: [index \"v\"]: min_release_age is only "
+	               "for type = cache");
+	CHECK_CONTAINS(fails("[index \"h\"]\ntype = hosted\noffline = yes\n"),
+	               "offline is only for type = cache");
+	CHECK_CONTAINS(fails("[index \"c\"]\ntype = cache\n"
+	                     "upstream = https://u.example/simple/\n"
+	                     "exclude_newer = 2026-01-01\n"
+	                     "exclude_newer = 2026-02-01\n"),
+	               "exclude_newer given twice (first at line 4)");
+	CHECK_CONTAINS(fails("[registry \"r\"]\n"
+	                     "upstream = https://r.example\n"
+	                     "min_release_age = 7d\n"),
+	               "unknown key \"min_release_age\" in [registry \"r\"]");
+}
+
 int main(void)
 {
 	RUN(defaults);
 	RUN(empty_text_keeps_defaults);
+	RUN(cooldown_keys);
+	RUN(cooldown_key_errors);
 	RUN(index_find);
 	RUN(seconds_good);
 	RUN(seconds_bad);
