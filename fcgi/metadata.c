@@ -59,6 +59,8 @@ int metadata_ensure(struct worker *w, int idx, const char *sha256,
 			 "store", filename);
 		return ENOENT;
 	}
+	if (pypi_offline(w, from, err, errlen))
+		return ENETDOWN;
 	req_quiet(&q, key);
 	rc = fetcher_serve(w, &q, &want, meta_sha, err, errlen);
 	req_free(&q);

@@ -8,7 +8,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cooldown.h"
 #include "common/html.h"
+#include "common/isotime.h"
 #include "common/log.h"
 #include "common/simple.h"
 #include "fcgi/hosted.h"
@@ -136,7 +138,9 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 {
 	struct simple_opts o = {.base_url = f->url,
 				.trusted = ix->trusted_hosts};
-	struct simple_page page;
+	struct simple_page page, held;
+	struct cooldown cd;
+	long long mature = -1;
 	struct buf json, html;
 	const char *data_dir = w->conf->data_dir;
 	struct db_page old = *p;
@@ -158,11 +162,27 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 			 f->url, f->content_type);
 		rc = EPROTO;
 	}
+	memset(&held, 0, sizeof(held));
 	if (rc)
 		goto out;
 	if (page.dropped)
 		log_warn(0, f->url, "left out %zu entries (unsafe, untrusted "
 			 "host or no sha256)", page.dropped);
+	/* the cooldown runs here, once per upstream page, so a warm page
+	 * costs nothing more */
+	cooldown_of(w->conf, ix, &cd);
+	rc = cooldown_split(&cd, project, &page, now, &held, &mature);
+	if (rc) {
+		snprintf(err, errlen, "%s: out of memory", f->url);
+		goto free_page;
+	}
+	if (held.nfiles)
+		log_info("%s: held back %zu of %zu files (%s)%s", f->url,
+			 held.nfiles, held.nfiles + page.nfiles,
+			 cd.min_age ? "min_release_age" : "exclude_newer",
+			 !strstr(f->content_type, "json") ?
+				 ": an HTML page gives no upload times, so "
+				 "none is listed" : "");
 	rc = simple_render_json(&page, &json);
 	if (!rc)
 		rc = simple_render_html(&page, &html);
@@ -183,17 +203,29 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		 f->last_modified);
 	p->fetched_at = now;
 	p->ttl = page_ttl(w, f);
+	p->held = (long)held.nfiles;
+	/* a held file matures though the upstream page stays the same: the
+	 * page goes stale then, and refresh() fetches it whole */
+	if (mature >= 0 && mature - now < p->ttl)
+		p->ttl = mature - now > 0 ? (long)(mature - now) : 1;
 	rc = db_begin(w->db);
 	if (!rc)
 		rc = db_blob_add(w->db, p->json_sha, (long long)json.len);
 	if (!rc)
 		rc = db_blob_add(w->db, p->html_sha, (long long)html.len);
-	for (size_t i = 0; !rc && i < page.nfiles; i++) {
-		const struct simple_file *sf = &page.files[i];
+	/* the held files too: a request for one is refused with the
+	 * reason (pypi_file), not told that no page lists it */
+	for (size_t i = 0; !rc && i < page.nfiles + held.nfiles; i++) {
+		const struct simple_file *sf = i < page.nfiles ?
+			&page.files[i] : &held.files[i - page.nfiles];
 		struct db_file row = {.size = sf->size,
 				      .has_meta = sf->core_metadata,
 				      .upload_time = -1};
 
+		if (sf->upload_time &&
+		    isotime_parse(sf->upload_time, strlen(sf->upload_time),
+				  &row.upload_time))
+			row.upload_time = -1;
 		snprintf(row.url, sizeof(row.url), "%s", sf->url);
 		snprintf(row.meta_sha, sizeof(row.meta_sha), "%s",
 			 sf->meta_sha256);
@@ -217,6 +249,7 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	}
 free_page:
 	simple_page_free(&page);
+	simple_page_free(&held);
 out:
 	buf_free(&json);
 	buf_free(&html);
@@ -251,15 +284,19 @@ static int refresh(struct worker *w, const struct conf_index *ix,
 	struct fetch_page f;
 	char url[2048], sha[65], why[64];
 	time_t now = time(NULL);
-	int rc;
+	struct cooldown cd;
+	int cond, rc;
 
 	worker_fetch_opts(c, conf_index_find(c, ix->name), &o);
 	upstream_url(ix, project, url, sizeof(url));
 	memset(&f, 0, sizeof(f));
-	rc = fetch_page(&o, url, upstream_accept,
-			have && p->status == 200 ? p->etag : NULL,
-			have && p->status == 200 ? p->last_modified : NULL, &f,
-			err, errlen);
+	/* under a cooldown the rendering depends on the time (a held file
+	 * matures) and on the settings, not only on the upstream page: a 304
+	 * would keep the old one, so the page is fetched whole */
+	cooldown_of(c, ix, &cd);
+	cond = have && p->status == 200 && !cooldown_active(&cd);
+	rc = fetch_page(&o, url, upstream_accept, cond ? p->etag : NULL,
+			cond ? p->last_modified : NULL, &f, err, errlen);
 	if (rc) {
 		if (fetch_unwell(rc))
 			health_failed(w->db, url, c->error_ttl, err);
@@ -321,6 +358,22 @@ static int renewed(int had, const struct db_page *seen,
 	       p->status != seen->status;
 }
 
+/* A cache index that is offline: its row, whatever its age, or a 503
+ * (ENETDOWN) for a page it does not have. Nothing is asked of anyone. */
+static int offline_get(struct worker *w, const struct conf_index *ix,
+		       const char *project, struct db_page *p,
+		       const char **cache, char *err, size_t errlen)
+{
+	if (db_page_get(w->db, ix->name, project, p) != 0) {
+		snprintf(err, errlen, "index %s is offline (offline = yes) "
+			 "and has no copy of %s", ix->name,
+			 *project ? project : "the project list");
+		return ENETDOWN;
+	}
+	*cache = fresh(p, time(NULL)) ? "HIT" : "STALE";
+	return p->status == 200 ? 0 : ENOENT;
+}
+
 /* Makes one cache index's page usable, through the single-flight gate.
  *
  * A requester that waited on another process's refresh takes what that
@@ -342,12 +395,20 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 	struct flight f;
 	struct db_page seen;
 	int have, had = 0, waited = 0, owner, rc;
-	long max_ms;
+	long max_ms, swr;
 
 	if (flight_key(key, "page:%s:%s", ix->name, project)) {
 		snprintf(err, errlen, "%s: name too long", ix->name);
 		return ENAMETOOLONG;
 	}
+	if (conf_inherit(ix->offline, c->offline) > 0)
+		return offline_get(w, ix, project, p, cache, err, errlen);
+	/* only where the caller refreshes after its answer (pypi_simple),
+	 * and never in CGI, whose process may be killed once it answered */
+	swr = w->revalidate.can_defer && !w->cgi ?
+		      conf_inherit(ix->stale_while_revalidate,
+				   c->stale_while_revalidate) :
+		      0;
 	upstream_url(ix, project, url, sizeof(url));
 	memset(&seen, 0, sizeof(seen));
 	for (int round = 0; round < 3; round++) {
@@ -355,6 +416,18 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 		if (have && fresh(p, time(NULL))) {
 			*cache = round ? "MISS" : "HIT";
 			return p->status == 200 ? 0 : ENOENT;
+		}
+		if (round == 0 && have && p->status == 200 && swr > 0 &&
+		    time(NULL) < p->fetched_at + p->ttl + swr) {
+			/* answered now; one process refreshes it after */
+			if (w->revalidate.index < 0) {
+				w->revalidate.index = (int)(ix - c->index);
+				snprintf(w->revalidate.project,
+					 sizeof(w->revalidate.project), "%s",
+					 project);
+			}
+			*cache = "STALE";
+			return 0;
 		}
 		if (have && waited && renewed(had, &seen, p)) {
 			*cache = "MISS";
@@ -418,6 +491,40 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 	}
 	snprintf(err, errlen, "%s: page not refreshed", ix->name);
 	return EAGAIN;
+}
+
+void pages_revalidate(struct worker *w)
+{
+	struct worker_revalidate *rv = &w->revalidate;
+	const struct conf_index *ix;
+	char key[FLIGHT_KEY_MAX + 1], err[1024], why[1024];
+	const char *cache;
+	struct flight f;
+	struct db_page p;
+	int owner, have;
+
+	if (rv->index < 0)
+		return;
+	ix = &w->conf->index[rv->index];
+	rv->index = -1;
+	if (flight_key(key, "page:%s:%s", ix->name, rv->project) ||
+	    failed_recently(w, key, why, sizeof(why)))
+		return;
+	/* another process refreshing it is the one refresh the burst
+	 * costs: nobody waits for it here */
+	if (flight_claim(w->db, w->conf->data_dir, key, -1, &owner, &f) ||
+	    !owner)
+		return;
+	have = db_page_get(w->db, ix->name, rv->project, &p) == 0;
+	if (!have || !fresh(&p, time(NULL))) {
+		worker_shed(w);
+		if (refresh(w, ix, rv->project, key, &p, have, &cache, err,
+			    sizeof(err)))
+			log_warn(0, ix->name, "%s: refreshing after a stale "
+				 "answer: %s", *rv->project ? rv->project :
+				 "project list", err);
+	}
+	flight_drop(w->db, &f);
 }
 
 /* A hosted index's page: its own row, rendered by every upload, yank and

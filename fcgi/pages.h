@@ -46,6 +46,12 @@ int pages_note_replaced(struct worker *w, const struct db_page *old,
  * miss, never a 500. */
 void pages_forget_missing(struct worker *w, int idx, const char *project);
 
+/* Refreshes the page that pages_get() answered stale within
+ * stale_while_revalidate (w->revalidate), once that answer is out: unless
+ * another process is refreshing it already, or did. Clears
+ * w->revalidate. */
+void pages_revalidate(struct worker *w);
+
 /* Deletes the renderings that refreshes replaced more than gc_grace ago,
  * unless a page uses them again. */
 void pages_collect(struct worker *w);

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "common/accept.h"
+#include "common/cooldown.h"
 #include "common/log.h"
 #include "fcgi/fetcher.h"
 #include "fcgi/metadata.h"
@@ -77,8 +78,11 @@ void pypi_simple(struct worker *w, struct req *r, const struct route *rt)
 		stats_top_add(STATS_TOP_PROJECTS, project);
 again:
 	w->hint.index = -1;
+	w->revalidate.index = -1;
+	w->revalidate.can_defer = 1;
 	rc = pages_get(w, rt->index, project, &p, &r->cache, err,
 		       sizeof(err));
+	w->revalidate.can_defer = 0;
 	if (rc == ENOENT) {
 		req_header(r, "Vary", "Accept");
 		req_error(r, 404, *project ? "no such project" :
@@ -86,9 +90,13 @@ again:
 		return;
 	}
 	if (rc) {
-		req_error(r, 502, err);
+		req_error(r, rc == ENETDOWN ? 503 : 502, err);
 		return;
 	}
+	/* what the cooldown left out (fcgi/pages.c), so a client that misses
+	 * a release can tell why */
+	if (p.held > 0)
+		req_header(r, "X-Larder-Held-Back", "%ld", p.held);
 	/* Fresh until the page goes stale here, as an Expires (the client's
 	 * freshness is Expires - Date, and Date is when it is sent): exact for
 	 * a client and for a cache in the web server (conf/nginx.conf keeps
@@ -109,13 +117,28 @@ again:
 	}
 	if (rc) {
 		req_error(r, 500, "cached page is missing from the store");
-	} else if (w->hint.index >= 0) {
+	} else if (w->hint.index >= 0 || w->revalidate.index >= 0) {
 		/* the page is answered: the client reads it while the
-		 * metadata it likely wants next comes */
+		 * metadata it likely wants next comes, or while the stale
+		 * page it got is refreshed (stale_while_revalidate) */
 		req_end(r, 0);
 		prefetch(w);
+		pages_revalidate(w);
 	}
 	w->hint.index = -1;
+	w->revalidate.index = -1;
+}
+
+int pypi_offline(const struct worker *w, int idx, char *err, size_t errlen)
+{
+	const struct conf_index *ix = &w->conf->index[idx];
+
+	if (ix->type != CONF_INDEX_CACHE ||
+	    conf_inherit(ix->offline, w->conf->offline) <= 0)
+		return 0;
+	snprintf(err, errlen, "index %s is offline (offline = yes) and does "
+		 "not have it", ix->name);
+	return 1;
 }
 
 int pypi_find_file(struct worker *w, int idx, const char *sha,
@@ -230,6 +253,24 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 		req_error(r, 404, "upstream advertises no metadata for it");
 		return;
 	}
+	if (w->conf->index[from].type == CONF_INDEX_CACHE) {
+		struct cooldown cd;
+		const char *held_by;
+		time_t now = time(NULL);
+
+		/* by the row's upload time, at request time: a file stored
+		 * before a cooldown was set, or a page rendered before, is
+		 * held back all the same */
+		cooldown_of(w->conf, &w->conf->index[from], &cd);
+		held_by = cooldown_holds(&cd, f.project, f.upload_time, now,
+					 NULL);
+		if (held_by) {
+			cooldown_reason(&cd, held_by, f.upload_time, now, err,
+					sizeof(err));
+			req_error(r, 403, err);
+			return;
+		}
+	}
 	stored = pypi_file_want(w, from, &f, rt->sha256, rt->metadata, &want, &fo,
 			   key, url, sha);
 	o.content_type = want.content_type;
@@ -252,6 +293,10 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 	if (w->conf->index[from].type == CONF_INDEX_HOSTED) {
 		/* uploaded, so never to be fetched (its url is "") */
 		req_error(r, 404, "file is missing from the store");
+		return;
+	}
+	if (pypi_offline(w, from, err, sizeof(err))) {
+		req_error(r, 503, err);
 		return;
 	}
 	if (r->head) {

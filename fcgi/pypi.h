@@ -20,6 +20,10 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt);
 int pypi_find_file(struct worker *w, int idx, const char *sha,
 		   const char *filename, struct db_file *f);
 
+/* Whether the index at position idx may not contact its upstream
+ * (offline = yes, its own or [larder]'s); if so, says why in err. */
+int pypi_offline(const struct worker *w, int idx, char *err, size_t errlen);
+
 /* What fetching the file (sha256, listed as f by the cache index at
  * position from), or its .metadata, takes: want, pointing into the
  * caller's o, key, url and sha (the blob's hash when known). Returns 1

@@ -362,6 +362,10 @@ int virtual_get(struct worker *w, int idx, const char *project, int may_skip,
 	 * a leaf is missing from it */
 	p->fetched_at = s[soonest].row.fetched_at;
 	p->ttl = s[soonest].row.ttl;
+	/* what the cache leaves' cooldowns left out, for the header */
+	p->held = 0;
+	for (size_t i = 0; i < n; i++)
+		p->held += s[i].row.held;
 	*cache = worst == 3 ? "STALE" : worst == 2 ? "MISS" :
 		 worst == 1 ? "REVALIDATED" : "HIT";
 partial:

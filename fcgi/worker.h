@@ -18,6 +18,15 @@ struct worker_hint {
 	char filename[256];
 };
 
+/* A page answered stale within stale_while_revalidate, to be refreshed
+ * once its answer is out (pages_revalidate()). */
+struct worker_revalidate {
+	int index;              /* the cache index, -1: none */
+	char project[256];      /* "" for the project list */
+	int can_defer;          /* set by a caller that runs
+	                           pages_revalidate() after its answer */
+};
+
 struct worker {
 	const struct conf *conf;
 	struct db *db;          /* opened in this process, after fork */
@@ -25,6 +34,7 @@ struct worker {
 	struct conn *conns;     /* FastCGI: the connections this worker holds */
 	struct conn *current;   /* the one whose request is being answered */
 	struct worker_hint hint;
+	struct worker_revalidate revalidate;
 	/* per index: reading it needs a token (fcgi/auth.h), worked out
 	 * once, so that an anonymous index costs one look per request */
 	unsigned char read_token[CONF_MAX_INDEXES];
