@@ -165,6 +165,10 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	memset(&held, 0, sizeof(held));
 	if (rc)
 		goto out;
+	/* with no previous copy *p is the caller's uninitialised row: the
+	 * fields this does not set (project_status) must not be garbage */
+	if (!have)
+		memset(p, 0, sizeof(*p));
 	if (page.dropped)
 		log_warn(0, f->url, "left out %zu entries (unsafe, untrusted "
 			 "host or no sha256)", page.dropped);
