@@ -52,6 +52,9 @@ party with an empty state) and warm, in rounds whose party order rotates:
   virtual-page      warm pages of a virtual index: private-first over the
                     hosted layer, and fallback merging hosted and cached
                     (req/s, 32 connections)
+  cooldown-page     warm pages with and without min_release_age, taking
+                    turns (req/s, 32 connections; cooldown.py, larder behind
+                    nginx only)
 
 and, for container images (oci.py: skopeo, Debian's docker-registry as the
 upstream and as a pull-through cache, larder's /v2/; skipped with the
@@ -109,6 +112,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
 import bounded as boundedmod  # noqa: E402
+import cooldown as cooldownmod  # noqa: E402
 import hosted as hostedmod  # noqa: E402
 import corpus as corpusmod  # noqa: E402
 import oci as ocimod  # noqa: E402
@@ -123,7 +127,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 PYPI_WORKLOADS = ["install", "parallel-install", "throughput-cold", "slow-misses",
                   "throughput-hot", "metadata", "cold-files", "swarm", "endpoints",
-                  "bounded"] + hostedmod.WORKLOADS
+                  "bounded"] + hostedmod.WORKLOADS + cooldownmod.WORKLOADS
 WORKLOADS = PYPI_WORKLOADS + ocimod.WORKLOADS
 EXTRA_WORKLOADS = []
 MB = 1e6
@@ -1645,7 +1649,9 @@ def main(argv=None):
                   "hosted-page": lambda: extra_goals.extend(
                       hostedmod.run_hosted_page(bench, sys.modules[__name__])),
                   "virtual-page": lambda: extra_goals.extend(
-                      hostedmod.run_virtual_page(bench, sys.modules[__name__]))}.get(w)
+                      hostedmod.run_virtual_page(bench, sys.modules[__name__])),
+                  "cooldown-page": lambda: extra_goals.extend(
+                      cooldownmod.run(bench, sys.modules[__name__]))}.get(w)
             log("== %s" % w)
             if fn is None:
                 oci.run(w)
