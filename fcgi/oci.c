@@ -75,6 +75,9 @@ static void fail_rc(struct req *r, int rc, const char *unknown_code,
 	case EBUSY:
 		fail(r, 429, "TOOMANYREQUESTS", err);
 		break;
+	case ENETDOWN:
+		fail(r, 503, "UNAVAILABLE", err);
+		break;
 	case EBADMSG:
 	case ETIMEDOUT:
 	default:
@@ -365,8 +368,8 @@ static void blob_head(struct worker *w, struct req *r, struct oci_ctx *x,
 		return;
 	}
 	if (rc) {
-		fail_rc(r, rc == EACCES ? EACCES : EREMOTEIO, "BLOB_UNKNOWN",
-		        err);
+		fail_rc(r, rc == EACCES || rc == ENETDOWN ? rc : EREMOTEIO,
+		        "BLOB_UNKNOWN", err);
 		return;
 	}
 	r->cache = "MISS";
@@ -487,8 +490,8 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 	else if (rc == EAGAIN)
 		fail(r, 503, "UNKNOWN", err);
 	else
-		fail_rc(r, rc == EACCES ? EACCES : EREMOTEIO, "BLOB_UNKNOWN",
-		        err);
+		fail_rc(r, rc == EACCES || rc == ENETDOWN ? rc : EREMOTEIO,
+		        "BLOB_UNKNOWN", err);
 }
 
 /* Picks the registry for the route's name: its first component when a

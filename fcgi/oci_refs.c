@@ -442,6 +442,18 @@ int oci_ref_get(struct worker *w, const struct conf_registry *reg,
 		sha256_hex(joined, strlen(joined), hex);
 		flight_key(key, "oci:%s", hex);
 	}
+	if (oci_up_offline(w, reg)) {
+		/* what is held, whatever its age; nothing is asked */
+		if (db_oci_ref_get(w->db, rname, name, q->ref, row) == 0 &&
+		    row->status == 200 &&
+		    blob_exists(w->conf->data_dir, row->sha256)) {
+			*cache = fresh(row, time(NULL)) ? "HIT" : "STALE";
+			return 0;
+		}
+		snprintf(err, errlen, "registry %s is offline (offline = yes) "
+		         "and has no copy of %s:%s", rname, name, q->ref);
+		return ENETDOWN;
+	}
 	memset(&seen, 0, sizeof(seen));
 	for (int round = 0; round < 3; round++) {
 		now = time(NULL);

@@ -471,6 +471,22 @@ static void note_no_auth(struct worker *w, const struct oci_up *u)
 	remember_challenge(w, u, NO_AUTH);
 }
 
+int oci_up_offline(const struct worker *w, const struct conf_registry *reg)
+{
+	return conf_inherit(reg->offline, w->conf->offline) > 0;
+}
+
+/* ENETDOWN, with the reason in err, when u's registry is offline. */
+static int offline(const struct worker *w, const struct oci_up *u,
+                   char *err, size_t errlen)
+{
+	if (!oci_up_offline(w, u->reg))
+		return 0;
+	snprintf(err, errlen, "registry %s is offline (offline = yes) and "
+	         "does not have it", u->reg->name);
+	return ENETDOWN;
+}
+
 int oci_up_page(struct worker *w, struct oci_up *u, const char *url,
                 const char *accept, const char *etag, int head,
                 struct fetch_page *r, char *err, size_t errlen)
@@ -480,6 +496,10 @@ int oci_up_page(struct worker *w, struct oci_up *u, const char *url,
 
 	if (errlen)
 		err[0] = '\0';
+	memset(r, 0, sizeof(*r));
+	rc = offline(w, u, err, errlen);
+	if (rc)
+		return rc;
 	for (int attempt = 0;; attempt++) {
 		rc = head ? fetch_page_head(&u->o, url, accept, r, err, errlen)
 		          : fetch_page(&u->o, url, accept, etag, NULL, r, err,
@@ -514,6 +534,9 @@ int oci_up_ready(struct worker *w, struct oci_up *u, const char *url,
 
 	if (errlen)
 		err[0] = '\0';
+	rc = offline(w, u, err, errlen);
+	if (rc)
+		return rc;
 	if (*u->auth && !forget)
 		return 0;
 	if (!forget && /* and so u carries nothing */

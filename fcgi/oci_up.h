@@ -49,6 +49,11 @@ struct oci_up {
  * holds for it, if any. Returns 0, or ENAMETOOLONG. */
 int oci_up_open(struct worker *w, int ri, const char *name, struct oci_up *u);
 
+/* Whether registry reg is offline (offline = yes, its own or [larder]'s):
+ * nothing may be asked of its upstream. oci_up_page() and oci_up_ready()
+ * then fail with ENETDOWN. */
+int oci_up_offline(const struct worker *w, const struct conf_registry *reg);
+
 /* Writes the upstream URL "<upstream>v2/<name>/<what>" to out. Returns 0
  * or ENAMETOOLONG. */
 int oci_up_url(const struct oci_up *u, const char *what, char *out, size_t len);

@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import threading
+import signal
 import time
 from urllib.parse import parse_qs, urlsplit
 
@@ -735,6 +736,32 @@ def test_upstream_down_serves_stale(oci_stack, upstream, tmp_path):
     oci.relay.clear()
     pull_ok(oci, upstream, "small", str(tmp_path / "cleared"))
     store_sound(oci.data_dir)
+
+
+def test_offline_registry(oci_stack, upstream, tmp_path):
+    """offline = yes: an image pulled before pulls again with nothing asked
+    of the upstream, whatever the age of its tag; one never pulled is a
+    503 UNAVAILABLE that says the registry is offline."""
+    oci = oci_stack(cache_ttl=1)
+    pull_ok(oci, upstream, "small", str(tmp_path / "warm"))
+    with open(oci.larder.conf) as f:
+        text = f.read()
+    with open(oci.larder.conf, "w") as f:
+        f.write(text.replace("[larder]\n", "[larder]\noffline = yes\n", 1))
+    oci.larder.proc.send_signal(signal.SIGHUP)
+    time.sleep(1.5)  # the new workers took over, and every tag is stale
+    oci.relay.reset()
+    r = oci.get(oci.path("small", "manifests", "1.0"), headers=ACCEPT)
+    assert r.status == 200 and r.body == upstream.pushed["small"].manifest, r
+    assert r.header("X-Larder-Cache") == "STALE", r.headers
+    r = ociup.pull(oci.ref("small", "1.0"), str(tmp_path / "offline"))
+    assert r.ok, r
+    for path in (oci.path("app1", "manifests", "1.0"),
+                 oci.path("app1", "blobs", upstream.pushed["app1"].image.config_digest)):
+        r = oci.get(path, headers=ACCEPT)
+        assert r.status == 503 and b"is offline (offline = yes)" in r.body, r
+        oci_error(r, 503, ["UNAVAILABLE"])
+    assert oci.relay.count() == 0, oci.relay.counts()
 
 
 # ================================================================ 7. faults on blobs
