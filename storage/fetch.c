@@ -15,6 +15,7 @@
 #include "common/sha256.h"
 #include "common/url.h"
 #include "storage/fetch.h"
+#include "storage/fetch_priv.h"
 #include "storage/stats.h"
 
 #define MAX_REDIRECTS 5
@@ -59,22 +60,6 @@ long fetch_max_silence(const struct fetch_opts *o)
 		backoff += MAX_RETRY_AFTER; /* backoff() waits at most that */
 	return per_try * (o->retries + 1) + backoff;
 }
-
-/* What one attempt saw in its headers. */
-struct head {
-	long status;
-	int answered;          /* a status line arrived */
-	long retry_after;
-	long long range_start; /* Content-Range, -1 when absent */
-	long long range_total;
-	time_t start;
-	long first_byte_timeout;
-	long idle_timeout;
-	curl_off_t seen;         /* body bytes at the last progress call */
-	time_t moved;            /* when a header or body byte last came */
-	int idle;                /* aborted: idle_timeout passed */
-	struct fetch_page *page; /* page fetches: where validators go */
-};
 
 /* Fails an attempt that connected but got no answer in time, or that has
  * gone idle_timeout seconds without a byte. (libcurl's low-speed check
@@ -764,3 +749,19 @@ int fetch_file(const struct fetch_opts *o, const char *url, long long size,
 		count_failure(ret, status);
 	return ret;
 }
+
+/* What storage/fetch_range.c shares of this file. */
+const struct fetch_priv fetch_priv = {
+	.easy = easy,
+	.setup = setup,
+	.curl_errno = curl_errno,
+	.follow_redirect = follow_redirect,
+	.is_redirect = is_redirect,
+	.add_auth = add_auth,
+	.transient_curl = transient_curl,
+	.transient_status = transient_status,
+	.backoff = backoff,
+	.count_received = count_received,
+	.count_failure = count_failure,
+	.status_errno = status_errno,
+};
