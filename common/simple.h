@@ -32,6 +32,8 @@ struct simple_file {
 	char *yanked_reason;    /* NULL, or the reason (may be "") */
 	int core_metadata;      /* 1 when a .metadata sibling is advertised */
 	char meta_sha256[65];   /* its sha256, "" when advertised without one */
+	int made_metadata;      /* core_metadata is larder's to make: the
+	                           upstream advertises none */
 	long long size;         /* bytes, -1 when unknown */
 	char *upload_time;      /* ISO 8601 as upstream gave it, or NULL */
 };

@@ -1,15 +1,37 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "common/distname.h"
+#include "common/log.h"
+#include "common/url.h"
+#include "common/wheelmeta.h"
+#include "fcgi/dist.h"
 #include "fcgi/fetcher.h"
 #include "fcgi/metadata.h"
 #include "fcgi/pypi.h"
 #include "fcgi/req.h"
 #include "fcgi/send.h"
+#include "storage/blob.h"
+#include "storage/fetch_range.h"
+#include "storage/fill.h"
 #include "storage/flight.h"
+
+/* The most bytes read of an upstream wheel for its metadata. */
+#define METADATA_READ_CAP (16u << 20)
+/* How long an upstream that ignores Range is remembered to (seconds). */
+#define NORANGE_TTL 86400
+/* Stored files whose metadata one page refresh may read. */
+#define LOCAL_PER_PAGE 32
 
 /* After fetcher_serve() handed the fetch of key to another process (one
  * that owned it already, or a CGI's detached child): waits until no one
@@ -33,6 +55,315 @@ static int follow(struct worker *w, const char *key, long max_ms)
 	return 0;
 }
 
+/* What the last outcome of key says: 1 when its metadata was made and is
+ * in the store (meta_sha names it); -1 when it cannot be made (the reason
+ * in why): a failure to read a stored file stands for good (the bytes
+ * never change), one that involved the upstream for error_ttl; else 0. */
+static int prior(struct worker *w, const char *key, int local,
+		 char meta_sha[65], char *why, size_t len)
+{
+	long long at;
+
+	if (db_outcome_get(w->db, key, meta_sha, why, len, &at)) {
+		*meta_sha = '\0';
+		return 0;
+	}
+	if (*meta_sha)
+		return send_stored(w, meta_sha) ? 1 : (*meta_sha = '\0', 0);
+	return local || time(NULL) < at + w->conf->error_ttl ? -1 : 0;
+}
+
+/* Whether a Metadata-Version is 2.2 or later (PEP 643: fields a build may
+ * change are marked Dynamic, so the rest is what any build gives). */
+static int version_2_2(const char *v)
+{
+	char *end;
+	long major = strtol(v, &end, 10), minor = 0;
+
+	if (end == v)
+		return 0;
+	if (*end == '.')
+		minor = strtol(end + 1, NULL, 10);
+	return major > 2 || (major == 2 && minor >= 2);
+}
+
+/* Whether the host of url is remembered (for a day) to ignore Range. */
+static int ignores_range(struct worker *w, const char *url)
+{
+	char key[FLIGHT_KEY_MAX + 1], origin[300], sha[65], why[8];
+	long long at;
+
+	if (url_origin(url, origin, sizeof(origin)) ||
+	    flight_key(key, "norange:%s", origin))
+		return 0;
+	return db_outcome_get(w->db, key, sha, why, sizeof(why), &at) == 0 &&
+	       time(NULL) < at + NORANGE_TTL;
+}
+
+static void remember_no_range(struct worker *w, const char *url,
+			      const char *reason)
+{
+	char key[FLIGHT_KEY_MAX + 1], origin[300];
+
+	if (url_origin(url, origin, sizeof(origin)) ||
+	    flight_key(key, "norange:%s", origin))
+		return;
+	log_warn(0, origin, "%s: fetching whole files for their metadata "
+		 "for a day", reason);
+	db_outcome_put(w->db, key, "", reason);
+}
+
+/* A stored blob, read with pread. */
+struct local {
+	int fd;
+	uint64_t size;
+};
+
+static int local_read(void *ctx, uint64_t off, int tail, size_t len,
+		      uint8_t *buf, size_t *got, uint64_t *size, char *err,
+		      size_t errlen)
+{
+	struct local *l = ctx;
+	size_t n = 0;
+
+	if (tail) {
+		if (len > l->size)
+			len = (size_t)l->size;
+		off = l->size - len;
+	}
+	while (n < len) {
+		ssize_t k = pread(l->fd, buf + n, len - n, (off_t)(off + n));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			snprintf(err, errlen, "reading the stored file: %s",
+				 k < 0 ? strerror(errno) : "it ends early");
+			return k < 0 ? errno : EIO;
+		}
+		n += (size_t)k;
+	}
+	*got = n;
+	*size = l->size;
+	return 0;
+}
+
+/* Range reads of the upstream file. */
+struct remote {
+	const struct fetch_opts *o;
+	const char *url;
+};
+
+static int remote_read(void *ctx, uint64_t off, int tail, size_t len,
+		       uint8_t *buf, size_t *got, uint64_t *size, char *err,
+		       size_t errlen)
+{
+	struct remote *rm = ctx;
+	long long total = -1;
+	int rc;
+
+	rc = fetch_range(rm->o, rm->url, off, tail, len, buf, got, &total,
+			 err, errlen);
+	if (!rc)
+		*size = (uint64_t)total;
+	return rc;
+}
+
+/* Reads the metadata of the distribution stored as blob sha256 (a wheel,
+ * or an sdist whose PKG-INFO is Metadata-Version 2.2 or later). Returns 0
+ * with *out the caller's; ENOENT with a reason for an sdist whose
+ * metadata may be dynamic; or as wheelmeta_read(). */
+static int from_store(struct worker *w, const char *sha256,
+		      const char *filename, const struct distname *dn,
+		      uint8_t **out, size_t *len, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	struct dist_info di;
+	struct local l;
+	struct stat st;
+	int rc;
+
+	*out = NULL;
+	if (blob_path(w->conf->data_dir, sha256, path, sizeof(path)))
+		return EINVAL;
+	l.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (l.fd < 0 || fstat(l.fd, &st) < 0) {
+		rc = errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(rc));
+		if (l.fd >= 0)
+			close(l.fd);
+		return rc;
+	}
+	l.size = (uint64_t)st.st_size;
+	if (dn->kind == DISTNAME_WHEEL) {
+		struct wheelmeta_src src = {local_read, &l};
+
+		rc = wheelmeta_read(&src, filename, UINT64_MAX, out, len, NULL,
+				    err, errlen);
+	} else {
+		rc = dist_inspect(l.fd, filename, dn->name, dn->version, &di,
+				  err, errlen);
+		if (!rc && version_2_2(di.metadata_version)) {
+			*out = di.metadata;
+			*len = di.metadata_len;
+			di.metadata = NULL;
+		} else if (!rc) {
+			snprintf(err, errlen, "%s: its PKG-INFO is "
+				 "Metadata-Version %s, which may leave fields "
+				 "to the build (2.2 or later is needed)",
+				 filename, di.metadata_version);
+			rc = ENOENT;
+		}
+		dist_info_free(&di);
+	}
+	close(l.fd);
+	return rc;
+}
+
+/* Fetches the file (sha256, listed as f by index from) into the store
+ * through the single-flight fetch installs use, with no client. Returns 0
+ * or an errno with a reason in err. */
+static int fetch_whole(struct worker *w, int from, const struct db_file *f,
+		       const char *sha256, char *err, size_t errlen)
+{
+	struct fetcher_want want;
+	struct fetch_opts o;
+	struct req q;
+	char key[FLIGHT_KEY_MAX + 1], url[2100], sha[65];
+	int rc;
+
+	if (pypi_file_want(w, from, f, sha256, 0, &want, &o, key, url, sha))
+		return 0;
+	req_quiet(&q, key);
+	rc = fetcher_serve(w, &q, &want, sha, err, errlen);
+	req_free(&q);
+	if (rc == EEXIST)
+		return 0;
+	if (!rc)
+		rc = follow(w, key, fetch_max_silence(&o) * 1000);
+	if (!rc && !blob_exists(w->conf->data_dir, sha256)) {
+		snprintf(err, errlen, "%s: the download failed", url);
+		rc = EIO;
+	}
+	return rc;
+}
+
+/* The owner's part: reads the metadata and ends the claim fl with it or
+ * with the reason it cannot be had. Returns as metadata_make(). */
+static int make(struct worker *w, int from, const struct db_file *f,
+		const char *sha256, const char *filename,
+		const struct distname *dn, struct flight *fl, char meta_sha[65],
+		char *err, size_t errlen)
+{
+	struct fetch_opts o;
+	struct remote rm = {&o, f->url};
+	struct wheelmeta_src src = {remote_read, &rm};
+	uint8_t *bytes = NULL;
+	size_t len = 0;
+	int rc, local = blob_exists(w->conf->data_dir, sha256);
+
+	worker_fetch_opts(w->conf, from, &o);
+	if (local) {
+		rc = from_store(w, sha256, filename, dn, &bytes, &len, err,
+				errlen);
+	} else if (ignores_range(w, f->url)) {
+		rc = EOPNOTSUPP;
+	} else {
+		worker_shed(w);
+		rc = wheelmeta_read(&src, filename, METADATA_READ_CAP, &bytes,
+				    &len, NULL, err, errlen);
+		if (rc == EOPNOTSUPP)
+			remember_no_range(w, f->url, err);
+	}
+	if (rc == EOPNOTSUPP) {
+		/* the whole file, once, for installs too */
+		rc = fetch_whole(w, from, f, sha256, err, errlen);
+		if (!rc)
+			rc = from_store(w, sha256, filename, dn, &bytes, &len,
+					err, errlen);
+	}
+	if (rc) {
+		char why[1024];
+
+		snprintf(why, sizeof(why), "%s: no metadata: %s", filename,
+			 err);
+		fill_made(w->db, w->conf->data_dir, fl, NULL, 0, NULL, why,
+			  meta_sha, err, errlen);
+		return rc == ENOENT || dn->kind != DISTNAME_WHEEL ? ENOENT :
+		       EBADMSG;
+	}
+	rc = fill_made(w->db, w->conf->data_dir, fl, bytes, len, sha256, NULL,
+		       meta_sha, err, errlen);
+	free(bytes);
+	return rc;
+}
+
+int metadata_make(struct worker *w, int from, const struct db_file *f,
+		  const char *sha256, const char *filename, int local_only,
+		  char meta_sha[65], char *err, size_t errlen)
+{
+	char key[FLIGHT_KEY_MAX + 1];
+	struct distname dn;
+	struct fetch_opts o;
+	struct flight fl;
+	long max_ms;
+	int owner, local, rc;
+
+	*meta_sha = '\0';
+	if (*f->meta_sha && send_stored(w, f->meta_sha)) {
+		memcpy(meta_sha, f->meta_sha, 65);
+		return 0;
+	}
+	local = blob_exists(w->conf->data_dir, sha256);
+	if (distname_parse(filename, &dn) ||
+	    (dn.kind != DISTNAME_WHEEL && !local) ||
+	    (dn.kind != DISTNAME_WHEEL && dn.kind != DISTNAME_SDIST_TGZ &&
+	     dn.kind != DISTNAME_SDIST_ZIP) || (local_only && !local)) {
+		snprintf(err, errlen, "%s: %s", filename,
+			 dn.kind == DISTNAME_WHEEL || local_only ?
+			 "not in the store" :
+			 "an sdist's metadata comes from a stored copy only");
+		return ENOENT;
+	}
+	if (flight_key(key, "meta:%s", sha256))
+		return ENAMETOOLONG;
+	rc = prior(w, key, local, meta_sha, err, errlen);
+	if (rc > 0)
+		return 0;
+	if (rc < 0)
+		return dn.kind == DISTNAME_WHEEL ? EBADMSG : ENOENT;
+	rc = flight_claim(w->db, w->conf->data_dir, key, -1, &owner, &fl);
+	if (rc) {
+		snprintf(err, errlen, "%s: claiming its metadata: %s", filename,
+			 strerror(rc));
+		return rc;
+	}
+	if (owner)
+		return make(w, from, f, sha256, filename, &dn, &fl, meta_sha,
+			    err, errlen);
+	/* another process makes it (one that fetches the whole file for it
+	 * may take as long as that download): wait while it lives */
+	worker_fetch_opts(w->conf, from, &o);
+	max_ms = 10 * fetch_max_silence(&o) * 1000;
+	while (!flight_wait(w->db, &fl, 1000)) {
+		max_ms -= 1000;
+		if (max_ms <= 0) {
+			snprintf(err, errlen, "%s: its metadata is taking too "
+				 "long", filename);
+			return ETIMEDOUT;
+		}
+	}
+	if (db_outcome_get(w->db, key, meta_sha, err, errlen, NULL) ||
+	    !*meta_sha) {
+		*meta_sha = '\0';
+		if (!*err)
+			snprintf(err, errlen, "%s: its metadata could not be "
+				 "made", filename);
+		return dn.kind == DISTNAME_WHEEL ? EBADMSG : ENOENT;
+	}
+	return send_stored(w, meta_sha) ? 0 : EIO;
+}
+
 int metadata_ensure(struct worker *w, int idx, const char *sha256,
 		    const char *filename, char meta_sha[65], char *err,
 		    size_t errlen)
@@ -46,7 +377,14 @@ int metadata_ensure(struct worker *w, int idx, const char *sha256,
 
 	*meta_sha = '\0';
 	from = pypi_find_file(w, idx, sha256, filename, &f);
-	if (from < 0 || !f.has_meta) {
+	if (from < 0) {
+		snprintf(err, errlen, "%s: no page lists it", filename);
+		return ENOENT;
+	}
+	if (!f.has_meta && w->conf->index[from].type != CONF_INDEX_HOSTED)
+		return metadata_make(w, from, &f, sha256, filename, 0,
+				     meta_sha, err, errlen);
+	if (!f.has_meta) {
 		snprintf(err, errlen, "%s: no metadata is listed for it",
 			 filename);
 		return ENOENT;
@@ -89,4 +427,73 @@ int metadata_ensure(struct worker *w, int idx, const char *sha256,
 	if (!*meta_sha)
 		memcpy(meta_sha, f.meta_sha, 65);
 	return 0;
+}
+
+void metadata_serve(struct worker *w, struct req *r, int from,
+		    const struct db_file *f, const char *sha256,
+		    const char *filename)
+{
+	struct send_opts o = {.cache_control = SEND_IMMUTABLE,
+			      .content_type = "text/plain; charset=utf-8"};
+	char meta_sha[65], err[1024] = "";
+	int rc;
+
+	if (w->conf->index[from].type == CONF_INDEX_HOSTED) {
+		req_error(r, 404, "no metadata was stored for it");
+		return;
+	}
+	rc = metadata_make(w, from, f, sha256, filename, 0, meta_sha, err,
+			   sizeof(err));
+	if (rc == ENOENT) {
+		req_error(r, 404, err);
+		return;
+	}
+	if (rc) {
+		log_warn(rc, filename, "%s", err);
+		req_error(r, 502, err);
+		return;
+	}
+	if (!r->cache)
+		r->cache = "MISS";
+	if (send_blob(w, r, meta_sha, &o))
+		req_error(r, 500, "cannot read the stored metadata");
+}
+
+void metadata_advertise(struct worker *w, const struct conf_index *ix,
+			struct simple_page *p)
+{
+	int idx = (int)(ix - w->conf->index), budget = LOCAL_PER_PAGE;
+	char meta_sha[65], err[1024];
+	struct distname dn;
+	struct db_file row;
+
+	for (size_t i = 0; i < p->nfiles; i++) {
+		struct simple_file *sf = &p->files[i];
+		int known = 0;
+
+		if (sf->core_metadata || !sf->filename ||
+		    distname_parse(sf->filename, &dn))
+			continue;
+		if (db_file_get(w->db, ix->name, sf->sha256, sf->filename,
+				&row) == 0 && !row.has_meta && *row.meta_sha) {
+			memcpy(sf->meta_sha256, row.meta_sha, 65);
+			known = 1;
+		} else if (budget > 0 &&
+			   blob_exists(w->conf->data_dir, sf->sha256)) {
+			/* stored already: read it now, so the page can say
+			 * its hash (and an sdist whether it has any) */
+			memset(&row, 0, sizeof(row));
+			snprintf(row.url, sizeof(row.url), "%s", sf->url);
+			budget--;
+			known = metadata_make(w, idx, &row, sf->sha256,
+					      sf->filename, 1, meta_sha, err,
+					      sizeof(err)) == 0;
+			if (known)
+				memcpy(sf->meta_sha256, meta_sha, 65);
+		}
+		if (known || dn.kind == DISTNAME_WHEEL) {
+			sf->core_metadata = 1;
+			sf->made_metadata = 1;
+		}
+	}
 }

@@ -1,12 +1,24 @@
 /* metadata: the PEP 658 core metadata of a file an index lists, made
  * available in the store without a client waiting on it: what a JSON API
  * page's "info" is read from, and what a prefetch warms.
+ *
+ * When the upstream advertises none, larder makes it: a wheel's
+ * .dist-info/METADATA, read from the stored wheel or with range reads of
+ * the upstream file (common/wheelmeta.h; at most 16 MiB read), or, from
+ * an upstream that ignores Range (remembered for a day), from the whole
+ * file fetched into the store as an install would; an sdist's PKG-INFO
+ * when the sdist is stored and says Metadata-Version 2.2 or later. It is
+ * single-flight under "meta:<sha256 of the file>", like the fetch of an
+ * advertised .metadata, stored content-addressed, and its hash recorded on
+ * the file's rows, so the next request is a lookup.
  */
 #ifndef LARDER_METADATA_H
 #define LARDER_METADATA_H
 
 #include <stddef.h>
 
+#include "common/simple.h"
+#include "fcgi/req.h"
 #include "fcgi/worker.h"
 
 /* Makes the core metadata of the file (sha256, filename), as listed by the
@@ -19,5 +31,33 @@
 int metadata_ensure(struct worker *w, int idx, const char *sha256,
 		    const char *filename, char meta_sha[65], char *err,
 		    size_t errlen);
+
+/* Makes the metadata of the file (sha256, filename), listed as f by the
+ * cache index at position from, whose upstream advertises none; with
+ * local_only, only from a stored copy (no upstream is asked). Returns 0
+ * with meta_sha naming the stored blob; ENOENT when none can be had (not a
+ * wheel or sdist, an sdist not stored or older than Metadata-Version 2.2,
+ * or with local_only a file not stored); EBADMSG when the wheel is no
+ * wheel, lies, or is over the cap; or another errno; a one-line reason is
+ * in err either way. A failure is remembered as the key's outcome (for
+ * good for a stored file, for error_ttl otherwise). */
+int metadata_make(struct worker *w, int from, const struct db_file *f,
+		  const char *sha256, const char *filename, int local_only,
+		  char meta_sha[65], char *err, size_t errlen);
+
+/* Answers r, a request for the .metadata of a file listed as f by the
+ * cache index at position from whose upstream advertises none:
+ * metadata_make(), then the blob, or a 404 or 502 with the reason. */
+void metadata_serve(struct worker *w, struct req *r, int from,
+		    const struct db_file *f, const char *sha256,
+		    const char *filename);
+
+/* Before page p of cache index ix is rendered: marks the files whose
+ * metadata larder can serve though the upstream advertises none
+ * (made_metadata): every wheel, and a stored sdist whose PKG-INFO will
+ * do. The hash goes with them only when it is known: made before, or now
+ * from a stored copy (a few per page, so a refresh stays quick). */
+void metadata_advertise(struct worker *w, const struct conf_index *ix,
+			struct simple_page *p);
 
 #endif

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/simple.h"
 #include "fcgi/hosted.h"
+#include "fcgi/metadata.h"
 #include "fcgi/pages.h"
 #include "fcgi/virtual.h"
 #include "storage/blob.h"
@@ -187,6 +188,8 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 			 !strstr(f->content_type, "json") ?
 				 ": an HTML page gives no upload times, so "
 				 "none is listed" : "");
+	if (!is_list)
+		metadata_advertise(w, ix, &page);
 	rc = simple_render_json(&page, &json);
 	if (!rc)
 		rc = simple_render_html(&page, &html);
@@ -223,7 +226,8 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		const struct simple_file *sf = i < page.nfiles ?
 			&page.files[i] : &held.files[i - page.nfiles];
 		struct db_file row = {.size = sf->size,
-				      .has_meta = sf->core_metadata,
+				      .has_meta = sf->core_metadata &&
+						  !sf->made_metadata,
 				      .upload_time = -1};
 
 		if (sf->upload_time &&

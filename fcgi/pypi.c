@@ -249,8 +249,10 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 		req_error(r, 404, "no page of this index lists that file");
 		return;
 	}
-	if (rt->metadata && !f.has_meta) {
-		req_error(r, 404, "upstream advertises no metadata for it");
+	if (rt->metadata && !f.has_meta && !(*f.meta_sha &&
+					      send_stored(w, f.meta_sha))) {
+		/* larder makes it */
+		metadata_serve(w, r, from, &f, rt->sha256, rt->filename);
 		return;
 	}
 	if (w->conf->index[from].type == CONF_INDEX_CACHE) {

@@ -117,8 +117,18 @@ static const char *const sql[S_COUNT] = {
 		       " project_status FROM pages",
 	[S_PAGE_DELETE] = "DELETE FROM pages WHERE idx = ?1 AND project = ?2",
 	[S_CHECK] = "PRAGMA quick_check",
-	[S_FILE_PUT] = "INSERT OR REPLACE INTO files VALUES"
-		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	/* a metadata hash learnt after the fact (db_file_set_meta) stays
+	 * while the page still says the same of the metadata */
+	[S_FILE_PUT] = "INSERT INTO files VALUES"
+		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+		       " ON CONFLICT (idx, sha256, filename) DO UPDATE SET"
+		       " url = excluded.url, size = excluded.size,"
+		       " meta_sha = CASE WHEN excluded.meta_sha != '' THEN"
+		       " excluded.meta_sha WHEN excluded.has_meta = has_meta"
+		       " THEN meta_sha ELSE '' END,"
+		       " has_meta = excluded.has_meta,"
+		       " project = excluded.project,"
+		       " upload_time = excluded.upload_time",
 	[S_FILE_GET] = "SELECT url, size, has_meta, meta_sha, project,"
 		       " upload_time FROM files"
 		       " WHERE idx = ?1 AND sha256 = ?2 AND filename = ?3",

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/sha256.h"
 #include "storage/blob.h"
 #include "storage/fill.h"
 #include "storage/health.h"
@@ -130,6 +131,70 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 	if (rc)
 		unlink(f->tmp);
 	close(f->fd); /* lets go of the lock */
+	f->fd = -1;
+	return rc;
+}
+
+int fill_made(struct db *db, const char *data_dir, struct flight *f,
+	      const void *bytes, size_t len, const char *meta_of,
+	      const char *reason, char sha256[65], char *err, size_t errlen)
+{
+	int rc = 0, dberr;
+	size_t off = 0;
+
+	sha256[0] = '\0';
+	if (!bytes) {
+		snprintf(err, errlen, "%s", reason);
+		rc = EPROTO;
+	}
+	while (!rc && off < len) {
+		ssize_t n = write(f->fd, (const char *)bytes + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = errno;
+			snprintf(err, errlen, "%s: writing: %s", f->key,
+				 strerror(rc));
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (!rc && sha256_hex(bytes, len, sha256)) {
+		snprintf(err, errlen, "%s: out of memory", f->key);
+		rc = ENOMEM;
+	}
+	if (!rc) {
+		flight_verified(db, f, sha256);
+		rc = blob_commit(data_dir, f->tmp, f->fd, sha256);
+		if (rc)
+			snprintf(err, errlen, "%s: storing: %s", f->key,
+				 strerror(rc));
+	}
+	if (rc)
+		sha256[0] = '\0';
+	dberr = db_begin(db);
+	if (!dberr && !rc)
+		dberr = db_blob_add(db, sha256, (long long)len);
+	if (!dberr && !rc && meta_of)
+		dberr = db_file_set_meta(db, meta_of, sha256);
+	if (!dberr)
+		dberr = db_outcome_put(db, f->key, sha256, rc ? err : "");
+	if (!dberr)
+		dberr = flight_done(db, f);
+	if (!dberr)
+		dberr = db_commit(db);
+	if (dberr) {
+		db_rollback(db);
+		flight_done(db, f);
+		if (!rc)
+			dberr = db_blob_add(db, sha256, (long long)len);
+	}
+	if (!rc && !dberr)
+		lru_added((long long)len);
+	if (rc)
+		unlink(f->tmp);
+	close(f->fd);
 	f->fd = -1;
 	return rc;
 }
