@@ -295,6 +295,11 @@ static int make(struct worker *w, int from, const struct db_file *f,
 	rc = fill_made(w->db, w->conf->data_dir, fl, bytes, len, sha256, NULL,
 		       meta_sha, err, errlen);
 	free(bytes);
+	/* the page's next refresh renders it again, with the hash (a 304
+	 * would keep the rendering that has none) */
+	if (!rc && *f->project)
+		db_page_unvalidate(w->db, w->conf->index[from].name,
+				   f->project);
 	return rc;
 }
 
@@ -496,4 +501,26 @@ void metadata_advertise(struct worker *w, const struct conf_index *ix,
 			sf->made_metadata = 1;
 		}
 	}
+}
+
+/* fetcher_want.stored of an sdist: see metadata_watch(). */
+static void sdist_stored(struct db *db, const char *sha256, long long size,
+			 void *ctx)
+{
+	struct metadata_page *pg = ctx;
+
+	(void)sha256, (void)size;
+	db_page_unvalidate(db, pg->index, pg->project);
+}
+
+void metadata_watch(struct fetcher_want *want, const char *filename,
+		    struct metadata_page *pg)
+{
+	struct distname dn;
+
+	if (!*pg->project || distname_parse(filename, &dn) ||
+	    dn.kind == DISTNAME_WHEEL)
+		return;
+	want->stored = sdist_stored;
+	want->ctx = pg;
 }

@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "common/simple.h"
+#include "fcgi/fetcher.h"
 #include "fcgi/req.h"
 #include "fcgi/worker.h"
 
@@ -51,6 +52,20 @@ int metadata_make(struct worker *w, int from, const struct db_file *f,
 void metadata_serve(struct worker *w, struct req *r, int from,
 		    const struct db_file *f, const char *sha256,
 		    const char *filename);
+
+/* Where the page that lists a file is: what a page's rendering depends
+ * on of a download. */
+struct metadata_page {
+	const char *index;    /* the cache index's name */
+	const char *project;  /* the page's (normalised), "" unknown */
+};
+
+/* Before want (the download of filename, listed on page *pg, which must
+ * outlive it) is served: for an sdist, has the page rendered again at its
+ * next refresh once the file is stored, so that the page can advertise the
+ * metadata the stored sdist gives (metadata_advertise()). */
+void metadata_watch(struct fetcher_want *want, const char *filename,
+		    struct metadata_page *pg);
 
 /* Before page p of cache index ix is rendered: marks the files whose
  * metadata larder can serve though the upstream advertises none

@@ -238,6 +238,7 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 {
 	struct send_opts o = {.cache_control = SEND_IMMUTABLE};
 	struct fetcher_want want;
+	struct metadata_page pg;
 	struct fetch_opts fo;
 	struct db_file f;
 	char key[FLIGHT_KEY_MAX + 1], url[2100], sha[65], err[1024] = "";
@@ -275,6 +276,10 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 	}
 	stored = pypi_file_want(w, from, &f, rt->sha256, rt->metadata, &want, &fo,
 			   key, url, sha);
+	pg.index = w->conf->index[from].name;
+	pg.project = f.project;
+	if (!rt->metadata)
+		metadata_watch(&want, rt->filename, &pg);
 	o.content_type = want.content_type;
 	/* a file's size as its page said, unless the page said none */
 	o.have_size = !rt->metadata && f.size > 0;

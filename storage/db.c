@@ -110,6 +110,8 @@ static const char *const sql[S_COUNT] = {
 		       " WHERE idx = ?1 AND project = ?2",
 	[S_PAGE_PUT] = "INSERT OR REPLACE INTO pages VALUES"
 		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	[S_PAGE_UNVALIDATE] = "UPDATE pages SET etag = '', last_modified = ''"
+			      " WHERE idx = ?1 AND project = ?2",
 	[S_PAGE_TOUCH] = "UPDATE pages SET fetched_at = ?3, ttl = ?4"
 			 " WHERE idx = ?1 AND project = ?2",
 	[S_PAGE_ALL] = "SELECT idx, project, status, etag, last_modified,"

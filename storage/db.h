@@ -85,6 +85,12 @@ int db_page_put(struct db *db, const char *index, const char *project,
 int db_page_touch(struct db *db, const char *index, const char *project,
 		  long long fetched_at, long ttl);
 
+/* Forgets a page's validators (ETag, Last-Modified), so that its next
+ * refresh fetches the body and renders it again, not a 304: for a page
+ * that would now render otherwise (a metadata hash learnt). Returns 0 or
+ * EIO. */
+int db_page_unvalidate(struct db *db, const char *index, const char *project);
+
 /* Calls fn for every page row (after reading them all: fn may change the
  * table). Returns 0, ENOMEM, or EIO. */
 int db_page_each(struct db *db,

@@ -66,6 +66,15 @@ int db_page_touch(struct db *db, const char *index, const char *project,
 	return db_run(db, st, "page touch");
 }
 
+int db_page_unvalidate(struct db *db, const char *index, const char *project)
+{
+	sqlite3_stmt *st = db_stmt(db, S_PAGE_UNVALIDATE);
+
+	BIND_TEXT(st, 1, index);
+	BIND_TEXT(st, 2, project);
+	return db_run(db, st, "page unvalidate");
+}
+
 struct page_row {
 	char *index, *project;
 	struct db_page p;

@@ -34,6 +34,9 @@ current setting:
                                  pre-PEP 714 index that breaks pip < 23.1)
    "sizes": {filename: n},       the size JSON pages advertise for a file
                                  (a page that lies about it)
+   "ignore_range": bool,         answer file GETs with a Range 200 and the
+                                 whole body (still counted in "ranges"),
+                                 as a server without range support does
    "faults": [rule, ...]}        fault rules (null or []: none), see below
 
 A fault rule is {"match": M, "kind": K, "times": N, ...}: it applies to a
@@ -288,6 +291,7 @@ class State:
         self.delay = 0.0
         self.json_metadata_keys = list(JSON_METADATA_KEYS)
         self.sizes = {}
+        self.ignore_range = False
         self.faults = []     # rules, each with "left": requests it has left
         self.reset()
 
@@ -336,6 +340,8 @@ class State:
                 self.json_metadata_keys = list(JSON_METADATA_KEYS if keys is None else keys)
             if "sizes" in body:
                 self.sizes = {str(k): int(v) for k, v in (body["sizes"] or {}).items()}
+            if "ignore_range" in body:
+                self.ignore_range = bool(body["ignore_range"])
             if "faults" in body:
                 self.faults = [_fault_rule(r) for r in body["faults"] or []]
                 self.fired = [0] * len(self.faults)
@@ -348,6 +354,7 @@ class State:
                 "delay": self.delay,
                 "json_metadata_keys": list(self.json_metadata_keys),
                 "sizes": dict(self.sizes),
+                "ignore_range": self.ignore_range,
                 "faults": [{k: v for k, v in r.items() if k != "left"}
                            for r in self.faults],
             }
@@ -684,6 +691,7 @@ class FilesHandler(_Handler):
             rng = self.headers.get("Range")
             if rng:
                 state.count(state.ranges, name)
+            if rng and not state.ignore_range:
                 r = re.fullmatch(r"bytes=(\d*)-(\d*)", rng.strip())
                 ok = False
                 if r and (r.group(1) or r.group(2)):

@@ -1,0 +1,423 @@
+"""PEP 658 metadata larder makes when the upstream advertises none (issue 11):
+from range reads of the upstream wheel, from the stored wheel, from the whole
+file for an upstream that ignores Range, from a stored sdist's PKG-INFO (2.2
+or later); pages that advertise it only where it can be served; pip, pdm and
+poetry against such an upstream; and a Range on a file larder does not have.
+
+Every test runs against a copy of the default wheels with every
+"{file}.metadata" sibling removed, so the stand-in advertises no metadata at
+all. The stand-in's counters tell range GETs ("ranges") from whole ones
+("files" counts both).
+"""
+
+import glob
+import gzip
+import hashlib
+import io
+import os
+import shutil
+import struct
+import subprocess
+import tarfile
+import threading
+import time
+import zipfile
+
+import pytest
+
+import stack as stackmod
+import wheels
+
+JSON = "application/vnd.pypi.simple.v1+json"
+
+
+@pytest.fixture
+def bare(tmp_path, wheel_dir):
+    """A stack whose upstream advertises no metadata for anything."""
+    reason = stackmod.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    d = str(tmp_path / "bare-wheels")
+    shutil.copytree(wheel_dir, d)
+    for p in glob.glob(os.path.join(d, "*.metadata")):
+        os.unlink(p)
+    st = stackmod.Stack(str(tmp_path / "stack"), d, cache_ttl=1)
+    st.wheels = d
+    st.start()
+    try:
+        yield st
+    finally:
+        st.stop()
+
+
+def wheel_metadata(path):
+    with zipfile.ZipFile(path) as zf:
+        for n in zf.namelist():
+            if n.count("/") == 1 and n.endswith(".dist-info/METADATA"):
+                return zf.read(n)
+    raise AssertionError("no METADATA in %s" % path)
+
+
+def page(st, project, accept=JSON):
+    r = st.get("/root/pypi/simple/%s/" % project, accept=accept)
+    assert r.status == 200, r
+    return r
+
+
+def files_of(st, project):
+    return {f["filename"]: f for f in page(st, project).json()["files"]}
+
+
+def file_path(st, f, suffix=""):
+    """/root/pypi/files/SHA/NAME[suffix] of a JSON page entry."""
+    return "/root/pypi/files/" + f["url"].split("files/", 1)[1] + suffix
+
+
+def full_gets(counters, name):
+    """GETs of name that were not range requests."""
+    return counters["files"].get(name, 0) - counters["ranges"].get(name, 0)
+
+
+def store(st):
+    """The hashes of the blobs in the store."""
+    return {os.path.basename(p) for p in stackmod.blobs(st.data_dir)}
+
+
+def add_dist(st, path_or_bytes, name):
+    """Puts a distribution into the stand-in's directory."""
+    dest = os.path.join(st.wheels, name)
+    if isinstance(path_or_bytes, bytes):
+        with open(dest, "wb") as f:
+            f.write(path_or_bytes)
+    else:
+        shutil.copy(path_or_bytes, dest)
+    return dest
+
+
+def test_pages_advertise_what_can_be_served(bare):
+    files = files_of(bare, "larder-demo-c")
+    whl = files["larder_demo_c-2.0-py3-none-any.whl"]
+    sdist = files["larder_demo_c-2.0.tar.gz"]
+    # a wheel: larder can make it, but no hash is known yet
+    assert whl["core-metadata"] is True
+    # an sdist that is not stored: nothing to read PKG-INFO from
+    assert sdist["core-metadata"] is False
+    html = page(bare, "larder-demo-c", accept="text/html").body.decode()
+    line = [l for l in html.splitlines() if "2.0-py3-none-any.whl<" in l][0]
+    assert 'data-core-metadata="true"' in line
+    assert 'data-dist-info-metadata="true"' in line
+    line = [l for l in html.splitlines() if "2.0.tar.gz<" in l][0]
+    assert "core-metadata" not in line
+
+
+def test_made_by_range_reads_exactly(bare, dists):
+    bare.standin.reset()
+    made = {}
+    for project in ("larder-demo-a", "larder-demo-b", "larder-demo-c"):
+        for name, f in files_of(bare, project).items():
+            if not name.endswith(".whl"):
+                continue
+            r = bare.get(file_path(bare, f, ".metadata"))
+            assert r.status == 200, (name, r.status, r.body)
+            assert r.body == wheel_metadata(dists[name].path), name
+            assert r.header("Content-Type").startswith("text/plain")
+            made[name] = hashlib.sha256(r.body).hexdigest()
+    c = bare.standin.counters()
+    for name in made:
+        # one range GET (the tail holds a small wheel's METADATA), no
+        # whole download
+        assert c["ranges"].get(name) == 1, (name, c)
+        assert full_gets(c, name) == 0, (name, c)
+    # again: a lookup
+    bare.standin.reset()
+    f = files_of(bare, "larder-demo-c")["larder_demo_c-2.0-py3-none-any.whl"]
+    r = bare.get(file_path(bare, f, ".metadata"))
+    assert r.status == 200 and r.header("X-Larder-Cache") == "HIT"
+    assert bare.standin.counters()["files"] == {}
+    # once the page is rendered again, it says the hash of what is served
+    time.sleep(1.2)
+    for project in ("larder-demo-a", "larder-demo-c"):
+        for name, f in files_of(bare, project).items():
+            if name in made:
+                assert f["core-metadata"] == {"sha256": made[name]}, name
+    html = page(bare, "larder-demo-c", accept="text/html").body.decode()
+    assert ('data-core-metadata="sha256=%s"'
+            % made["larder_demo_c-2.0-py3-none-any.whl"]) in html
+
+
+def test_ten_concurrent_requests_one_set_of_reads(bare, dists):
+    name = "larder_demo_c-2.0-py3-none-any.whl"
+    path = file_path(bare, files_of(bare, "larder-demo-c")[name], ".metadata")
+    # each range read waits a little, so the ten overlap
+    bare.standin.control(faults=[{"match": name, "kind": "stall",
+                                  "seconds": 0.5}])
+    bare.standin.reset()
+    out = [None] * 10
+
+    def get(i):
+        out[i] = bare.get(path)
+
+    ts = [threading.Thread(target=get, args=(i,)) for i in range(10)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    want = wheel_metadata(dists[name].path)
+    assert all(r.status == 200 and r.body == want for r in out), out
+    c = bare.standin.counters()
+    assert c["ranges"].get(name) == 1, c
+    assert full_gets(c, name) == 0, c
+
+
+def test_from_the_stored_wheel(bare, dists):
+    name = "larder_demo_c-2.0-py3-none-any.whl"
+    f = files_of(bare, "larder-demo-c")[name]
+    r = bare.get(file_path(bare, f))
+    assert r.status == 200 and r.body == open(dists[name].path, "rb").read()
+    bare.standin.reset()
+    r = bare.get(file_path(bare, f, ".metadata"))
+    assert r.status == 200 and r.body == wheel_metadata(dists[name].path)
+    assert bare.standin.counters()["files"] == {}
+
+
+def test_upstream_ignoring_range(bare, tmp_path):
+    # wheels bigger than the tail larder asks for: a 200 with all of a
+    # small one answers the range read as well as a 206 would
+    names = []
+    for v in ("1.0", "2.0"):
+        p = wheels.build_wheel(str(tmp_path), "larder-demo-big", v,
+                               metadata_sibling=False,
+                               extra_files={"larder_demo_big/b.bin":
+                                            os.urandom(300000)})
+        add_dist(bare, p, os.path.basename(p))
+        names.append((os.path.basename(p), p))
+    bare.standin.control(ignore_range=True)
+    files = files_of(bare, "larder-demo-big")
+    (name, path), (other, other_path) = names
+    bare.standin.reset()
+    r = bare.get(file_path(bare, files[name], ".metadata"))
+    assert r.status == 200 and r.body == wheel_metadata(path)
+    c = bare.standin.counters()
+    # the range GET was answered whole, cut at once, then one download
+    assert c["ranges"].get(name) == 1 and c["files"].get(name) == 2, c
+    assert files[name]["hashes"]["sha256"] in store(bare)
+    assert "ignores Range" in bare.larder.log_text()
+    # the install takes the stored file: no further download
+    r = bare.get(file_path(bare, files[name]))
+    assert r.status == 200 and r.header("X-Larder-Cache") == "HIT"
+    # the host is remembered: another wheel goes straight to the download
+    r = bare.get(file_path(bare, files[other], ".metadata"))
+    assert r.status == 200 and r.body == wheel_metadata(other_path)
+    c = bare.standin.counters()
+    assert c["ranges"].get(other, 0) == 0 and c["files"].get(other) == 1, c
+
+
+def big_metadata_wheel(tmp_path):
+    """A wheel whose METADATA is over 16 MiB (stored, so it takes that many
+    bytes to read)."""
+    p = wheels.build_wheel(str(tmp_path), "larder-demo-huge", "1.0",
+                           metadata_sibling=False)
+    out = str(tmp_path / "huge.whl")
+    desc = b"Description: " + b"x" * (17 << 20) + b"\n"
+    with zipfile.ZipFile(p) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename.endswith("/METADATA"):
+                data = data.replace(b"License: MIT\n", b"License: MIT\n" + desc)
+                info.compress_type = zipfile.ZIP_STORED
+            dst.writestr(info, data)
+    return out, os.path.basename(p)
+
+
+def test_wheel_over_the_cap(bare, tmp_path):
+    path, name = big_metadata_wheel(tmp_path)
+    add_dist(bare, path, name)
+    f = files_of(bare, "larder-demo-huge")[name]
+    before = store(bare)
+    bare.standin.reset()
+    r = bare.get(file_path(bare, f, ".metadata"))
+    assert r.status == 502, r
+    assert b"larger than" in r.body
+    c = bare.standin.counters()
+    assert full_gets(c, name) == 0, c
+    assert store(bare) == before
+
+
+def lying_wheel(tmp_path):
+    """A wheel whose central directory points METADATA's entry at the first
+    file's local header (overlapping entries)."""
+    p = wheels.build_wheel(str(tmp_path), "larder-demo-liar", "1.0",
+                           metadata_sibling=False)
+    data = bytearray(open(p, "rb").read())
+    pos = data.rfind(b"PK\x05\x06")
+    cd = struct.unpack_from("<I", data, pos + 16)[0]
+    while data[cd:cd + 4] == b"PK\x01\x02":
+        n, m, k = struct.unpack_from("<HHH", data, cd + 28)
+        if data[cd + 46:cd + 46 + n].endswith(b".dist-info/METADATA"):
+            struct.pack_into("<I", data, cd + 42, 0)
+        cd += 46 + n + m + k
+    return bytes(data), os.path.basename(p)
+
+
+def test_hostile_wheel_is_a_502(bare, tmp_path):
+    data, name = lying_wheel(tmp_path)
+    add_dist(bare, data, name)
+    f = files_of(bare, "larder-demo-liar")[name]
+    before = store(bare)
+    r = bare.get(file_path(bare, f, ".metadata"))
+    assert r.status == 502, r
+    assert b"overlap" in r.body or b"another local name" in r.body, r.body
+    assert store(bare) == before
+
+
+def sdist_bytes(name, version, metadata_version):
+    base = "%s-%s" % (name.replace("-", "_"), version)
+    meta = ("Metadata-Version: %s\nName: %s\nVersion: %s\n"
+            "Summary: an sdist\n" % (metadata_version, name, version)).encode()
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        for member, body in (("PKG-INFO", meta),
+                             ("pyproject.toml", b"[project]\n")):
+            ti = tarfile.TarInfo("%s/%s" % (base, member))
+            ti.size = len(body)
+            ti.mtime = 1704164645
+            tf.addfile(ti, io.BytesIO(body))
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", mtime=1704164645) as gz:
+        gz.write(raw.getvalue())
+    return out.getvalue(), base + ".tar.gz", meta
+
+
+def test_sdist_metadata_from_a_stored_sdist(bare):
+    new, new_name, new_meta = sdist_bytes("larder-demo-sd", "1.0", "2.2")
+    old, old_name, _ = sdist_bytes("larder-demo-sd", "0.9", "2.1")
+    add_dist(bare, new, new_name)
+    add_dist(bare, old, old_name)
+    files = files_of(bare, "larder-demo-sd")
+    assert files[new_name]["core-metadata"] is False
+    r = bare.get(file_path(bare, files[new_name], ".metadata"))
+    assert r.status == 404, r  # not stored: nothing to read it from
+    for n in (new_name, old_name):
+        assert bare.get(file_path(bare, files[n])).status == 200
+    time.sleep(1.2)
+    files = files_of(bare, "larder-demo-sd")
+    want = hashlib.sha256(new_meta).hexdigest()
+    assert files[new_name]["core-metadata"] == {"sha256": want}
+    # 2.1 may leave fields to the build: not advertised, not served
+    assert files[old_name]["core-metadata"] is False
+    bare.standin.reset()
+    r = bare.get(file_path(bare, files[new_name], ".metadata"))
+    assert r.status == 200 and r.body == new_meta
+    r = bare.get(file_path(bare, files[old_name], ".metadata"))
+    assert r.status == 404 and b"Metadata-Version 2.1" in r.body
+    assert bare.standin.counters()["files"] == {}
+
+
+def assert_fetches(st, installed):
+    """At most one whole download per file, and none of a file that was
+    not installed: what the resolver read came by range reads."""
+    c = st.standin.counters()
+    for name in set(c["files"]) | set(c["ranges"]):
+        if name.endswith(".metadata"):
+            continue
+        assert full_gets(c, name) <= 1, (name, c)
+        if full_gets(c, name) and installed is not None:
+            assert name in installed, (name, c)
+    return c
+
+
+def test_pip_install(bare, new_venv):
+    venv = new_venv()
+    bare.standin.reset()
+    rc, out = stackmod.pip_install(venv, bare.url, ["larder-demo-a"])
+    assert rc == 0, out
+    got = stackmod.installed(venv)
+    assert got == {"larder-demo-a": "1.1", "larder-demo-b": "1.0",
+                   "larder-demo-c": "2.0"}, got
+    assert_fetches(bare, {"larder_demo_a-1.1-py3-none-any.whl",
+                          "larder_demo.b-1.0-py3-none-any.whl",
+                          "larder_demo_c-2.0-py3-none-any.whl"})
+    # pip 23.0.1 (Debian 12's) reads PEP 658 metadata from HTML pages
+    # only (in JSON it knows only the pre-PEP 714 key, which larder does
+    # not send): what it asked for, it got
+    assert ".metadata 50" not in bare.larder.log_text()
+    assert ".metadata 40" not in bare.larder.log_text()
+
+
+def tool_env(tmp_path):
+    home = str(tmp_path / "home")
+    os.makedirs(home, exist_ok=True)
+    env = stackmod.clean_env({
+        "HOME": home, "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+        "XDG_CACHE_HOME": os.path.join(home, ".cache"),
+        "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+        "PDM_CHECK_UPDATE": "false", "NO_COLOR": "1",
+        "POETRY_CONFIG_DIR": os.path.join(home, "poetry-config"),
+        "POETRY_CACHE_DIR": os.path.join(home, "poetry-cache"),
+        "POETRY_VIRTUALENVS_IN_PROJECT": "true",
+    })
+    return env
+
+
+def run(cmd, env, cwd, timeout=240):
+    p = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=timeout)
+    return p.returncode, p.stdout.decode(errors="replace")
+
+
+def need(tool):
+    path = shutil.which(tool)
+    if not path:
+        pytest.skip("%s is not installed (contrib/deps.sh test)" % tool)
+    return path
+
+
+def test_pdm_install(bare, tmp_path):
+    pdm = need("pdm")
+    root = str(tmp_path / "proj")
+    os.makedirs(root)
+    with open(os.path.join(root, "pyproject.toml"), "w") as f:
+        f.write('[project]\nname = "consumer"\nversion = "0.1"\n'
+                'requires-python = ">=3.7"\n'
+                'dependencies = ["larder-demo-a"]\n\n'
+                '[[tool.pdm.source]]\nname = "pypi"\nurl = "%s"\n'
+                'verify_ssl = false\n' % bare.url)
+    env = tool_env(tmp_path)
+    bare.standin.reset()
+    rc, out = run([pdm, "lock"], env, root)
+    assert rc == 0, out
+    lock = open(os.path.join(root, "pdm.lock")).read()
+    for n in ("larder-demo-a", "larder-demo-b", "larder-demo-c"):
+        assert n.replace("-b", ".b") in lock or n in lock, lock
+    rc, out = run([pdm, "sync", "--no-self"], env, root)
+    assert rc == 0, out
+    assert_fetches(bare, {"larder_demo_a-1.1-py3-none-any.whl",
+                          "larder_demo.b-1.0-py3-none-any.whl",
+                          "larder_demo_c-2.0-py3-none-any.whl",
+                          "larder_demo_c-2.0.tar.gz"})
+
+
+def test_poetry_install(bare, tmp_path):
+    poetry = need("poetry")
+    root = str(tmp_path / "proj")
+    os.makedirs(os.path.join(root, "consumer"))
+    open(os.path.join(root, "consumer", "__init__.py"), "w").close()
+    with open(os.path.join(root, "pyproject.toml"), "w") as f:
+        f.write('[tool.poetry]\nname = "consumer"\nversion = "0.1"\n'
+                'description = ""\nauthors = ["t <t@example.org>"]\n\n'
+                '[tool.poetry.dependencies]\npython = ">=3.7"\n'
+                'larder-demo-a = "*"\n\n'
+                '[[tool.poetry.source]]\nname = "larder"\nurl = "%s"\n'
+                'default = true\n\n'
+                '[build-system]\nrequires = ["poetry-core"]\n'
+                'build-backend = "poetry.core.masonry.api"\n' % bare.url)
+    env = tool_env(tmp_path)
+    bare.standin.reset()
+    rc, out = run([poetry, "lock", "-n"], env, root)
+    assert rc == 0, out
+    rc, out = run([poetry, "install", "-n", "--no-root"], env, root)
+    assert rc == 0, out
+    # poetry 1.3 reads no PEP 658 metadata: it downloads candidates to
+    # inspect them (a 1.0 it does not install, too), each once upstream
+    assert_fetches(bare, None)
