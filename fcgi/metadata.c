@@ -19,6 +19,7 @@
 #include "fcgi/fetcher.h"
 #include "fcgi/metadata.h"
 #include "fcgi/pypi.h"
+#include "fcgi/ranges.h"
 #include "fcgi/req.h"
 #include "fcgi/send.h"
 #include "storage/blob.h"
@@ -28,8 +29,6 @@
 
 /* The most bytes read of an upstream wheel for its metadata. */
 #define METADATA_READ_CAP (16u << 20)
-/* How long an upstream that ignores Range is remembered to (seconds). */
-#define NORANGE_TTL 86400
 /* Stored files whose metadata one page refresh may read. */
 #define LOCAL_PER_PAGE 32
 
@@ -85,32 +84,6 @@ static int version_2_2(const char *v)
 	if (*end == '.')
 		minor = strtol(end + 1, NULL, 10);
 	return major > 2 || (major == 2 && minor >= 2);
-}
-
-/* Whether the host of url is remembered (for a day) to ignore Range. */
-static int ignores_range(struct worker *w, const char *url)
-{
-	char key[FLIGHT_KEY_MAX + 1], origin[300], sha[65], why[8];
-	long long at;
-
-	if (url_origin(url, origin, sizeof(origin)) ||
-	    flight_key(key, "norange:%s", origin))
-		return 0;
-	return db_outcome_get(w->db, key, sha, why, sizeof(why), &at) == 0 &&
-	       time(NULL) < at + NORANGE_TTL;
-}
-
-static void remember_no_range(struct worker *w, const char *url,
-			      const char *reason)
-{
-	char key[FLIGHT_KEY_MAX + 1], origin[300];
-
-	if (url_origin(url, origin, sizeof(origin)) ||
-	    flight_key(key, "norange:%s", origin))
-		return;
-	log_warn(0, origin, "%s: fetching whole files for their metadata "
-		 "for a day", reason);
-	db_outcome_put(w->db, key, "", reason);
 }
 
 /* A stored blob, read with pread. */
@@ -220,10 +193,7 @@ static int from_store(struct worker *w, const char *sha256,
 	return rc;
 }
 
-/* Fetches the file (sha256, listed as f by index from) into the store
- * through the single-flight fetch installs use, with no client. Returns 0
- * or an errno with a reason in err. */
-static int fetch_whole(struct worker *w, int from, const struct db_file *f,
+int metadata_fetch_file(struct worker *w, int from, const struct db_file *f,
 		       const char *sha256, char *err, size_t errlen)
 {
 	struct fetcher_want want;
@@ -266,18 +236,18 @@ static int make(struct worker *w, int from, const struct db_file *f,
 	if (local) {
 		rc = from_store(w, sha256, filename, dn, &bytes, &len, err,
 				errlen);
-	} else if (ignores_range(w, f->url)) {
+	} else if (ranges_ignored(w, f->url)) {
 		rc = EOPNOTSUPP;
 	} else {
 		worker_shed(w);
 		rc = wheelmeta_read(&src, filename, METADATA_READ_CAP, &bytes,
 				    &len, NULL, err, errlen);
 		if (rc == EOPNOTSUPP)
-			remember_no_range(w, f->url, err);
+			ranges_ignore(w, f->url, err);
 	}
 	if (rc == EOPNOTSUPP) {
 		/* the whole file, once, for installs too */
-		rc = fetch_whole(w, from, f, sha256, err, errlen);
+		rc = metadata_fetch_file(w, from, f, sha256, err, errlen);
 		if (!rc)
 			rc = from_store(w, sha256, filename, dn, &bytes, &len,
 					err, errlen);

@@ -46,6 +46,13 @@ int metadata_make(struct worker *w, int from, const struct db_file *f,
 		  const char *sha256, const char *filename, int local_only,
 		  char meta_sha[65], char *err, size_t errlen);
 
+/* Fetches the file (sha256, listed as f by the cache index at position
+ * from) into the store through the single-flight fetch installs use, with
+ * no client, or follows the fetch under way. Returns 0 once it is stored,
+ * or an errno with a reason in err. */
+int metadata_fetch_file(struct worker *w, int from, const struct db_file *f,
+			const char *sha256, char *err, size_t errlen);
+
 /* Answers r, a request for the .metadata of a file listed as f by the
  * cache index at position from whose upstream advertises none:
  * metadata_make(), then the blob, or a 404 or 502 with the reason. */

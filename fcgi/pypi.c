@@ -13,6 +13,7 @@
 #include "fcgi/metadata.h"
 #include "fcgi/pages.h"
 #include "fcgi/pypi.h"
+#include "fcgi/ranges.h"
 #include "fcgi/send.h"
 #include "fcgi/virtual.h"
 #include "storage/blob.h"
@@ -310,6 +311,9 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 		head_uncached(r, &want);
 		return;
 	}
+	if (!rt->metadata &&
+	    ranges_serve_cold(w, r, from, &f, rt->sha256, &want))
+		return;
 	rc = fetcher_serve(w, r, &want, sha, err, sizeof(err));
 	if (rc == EEXIST) {
 		r->cache = "HIT";

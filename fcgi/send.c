@@ -17,11 +17,8 @@
 
 #define CHUNK (256 * 1024)
 
-/* Parses a single "bytes=a-b", "bytes=a-" or "bytes=-n" range against
- * size. Returns 1 with [*from, *to] set, 0 to ignore the header (absent,
- * malformed or multi-range), -1 when unsatisfiable. */
-static int parse_range(const char *h, long long size, long long *from,
-		       long long *to)
+int send_parse_range(const char *h, long long size, long long *from,
+		     long long *to)
 {
 	char *end;
 	long long a, b;
@@ -89,7 +86,7 @@ static int stream(struct worker *w, struct req *r, const char *sha,
 	}
 	to = st.st_size - 1;
 	req_header(r, "Accept-Ranges", "bytes");
-	rc = parse_range(req_env(r, "HTTP_RANGE"), st.st_size, &from, &to);
+	rc = send_parse_range(req_env(r, "HTTP_RANGE"), st.st_size, &from, &to);
 	if (rc < 0) {
 		close(fd);
 		req_header(r, "Content-Range", "bytes */%lld",
@@ -149,7 +146,7 @@ static void handed_over(const struct conf *c, struct req *r,
 		size = st.st_size;
 	}
 	r->bytes = size;
-	if (parse_range(req_env(r, "HTTP_RANGE"), size, &from, &to) > 0)
+	if (send_parse_range(req_env(r, "HTTP_RANGE"), size, &from, &to) > 0)
 		r->bytes = to - from + 1;
 }
 

@@ -58,4 +58,10 @@ int send_stored(struct worker *w, const char *sha256);
 int send_blob(struct worker *w, struct req *r, const char *sha256,
 	      const struct send_opts *o);
 
+/* Parses a single "bytes=a-b", "bytes=a-" or "bytes=-n" range against
+ * size. Returns 1 with [*from, *to] set, 0 to ignore the header (absent,
+ * malformed or multi-range), -1 when unsatisfiable. */
+int send_parse_range(const char *h, long long size, long long *from,
+		     long long *to);
+
 #endif

@@ -421,3 +421,66 @@ def test_poetry_install(bare, tmp_path):
     # poetry 1.3 reads no PEP 658 metadata: it downloads candidates to
     # inspect them (a 1.0 it does not install, too), each once upstream
     assert_fetches(bare, None)
+
+
+def big_wheel(st, tmp_path, version="1.0", size=300000):
+    p = wheels.build_wheel(str(tmp_path), "larder-demo-rng", version,
+                           metadata_sibling=False,
+                           extra_files={"larder_demo_rng/b.bin":
+                                        os.urandom(size)})
+    add_dist(st, p, os.path.basename(p))
+    return os.path.basename(p), open(p, "rb").read()
+
+
+def test_range_on_a_cold_file(bare, tmp_path):
+    name, data = big_wheel(bare, tmp_path)
+    f = files_of(bare, "larder-demo-rng")[name]
+    bare.standin.reset()
+    r = bare.get(file_path(bare, f), headers={"Range": "bytes=-2000"})
+    assert r.status == 206, r
+    assert r.body == data[-2000:]
+    assert r.header("Content-Range") == "bytes %d-%d/%d" % (
+        len(data) - 2000, len(data) - 1, len(data))
+    r = bare.get(file_path(bare, f), headers={"Range": "bytes=100-1099"})
+    assert r.status == 206 and r.body == data[100:1100], r
+    c = bare.standin.counters()
+    assert c["ranges"].get(name) == 2 and full_gets(c, name) == 0, c
+    assert f["hashes"]["sha256"] not in store(bare)
+    r = bare.get(file_path(bare, f), headers={"Range": "bytes=%d-" % len(data)})
+    assert r.status == 416, r
+    assert r.header("Content-Range") == "bytes */%d" % len(data)
+    # the whole file still installs, downloaded once
+    r = bare.get(file_path(bare, f))
+    assert r.status == 200 and r.body == data
+    assert full_gets(bare.standin.counters(), name) == 1
+
+
+def test_range_during_a_download(bare, tmp_path):
+    name, data = big_wheel(bare, tmp_path)
+    f = files_of(bare, "larder-demo-rng")[name]
+    bare.standin.control(rate=150000)  # two seconds for the whole file
+    bare.standin.reset()
+    whole = []
+    t = threading.Thread(target=lambda: whole.append(bare.get(file_path(bare, f))))
+    t.start()
+    time.sleep(0.5)
+    r = bare.get(file_path(bare, f), headers={"Range": "bytes=0-9999"})
+    t.join()
+    assert r.status == 206 and r.body == data[:10000], r
+    assert whole[0].status == 200 and whole[0].body == data
+    c = bare.standin.counters()
+    # served from the temp file: no range GET, one download
+    assert c["ranges"].get(name, 0) == 0 and full_gets(c, name) == 1, c
+
+
+def test_range_from_an_upstream_ignoring_range(bare, tmp_path):
+    name, data = big_wheel(bare, tmp_path)
+    f = files_of(bare, "larder-demo-rng")[name]
+    bare.standin.control(ignore_range=True)
+    bare.standin.reset()
+    r = bare.get(file_path(bare, f), headers={"Range": "bytes=-2000"})
+    assert r.status == 206 and r.body == data[-2000:], r
+    c = bare.standin.counters()
+    # the relayed range came back whole and was cut; then one download
+    assert c["files"].get(name) == 2 and c["ranges"].get(name) == 1, c
+    assert f["hashes"]["sha256"] in store(bare)
