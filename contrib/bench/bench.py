@@ -55,6 +55,9 @@ party with an empty state) and warm, in rounds whose party order rotates:
   cooldown-page     warm pages with and without min_release_age, taking
                     turns (req/s, 32 connections; cooldown.py, larder behind
                     nginx only)
+  metasynth         cold PEP 658 metadata made by range reads (the upstream
+                    advertising none) against the same upstream advertising
+                    it (docs/s; metasynth.py, larder behind nginx only)
 
 and, for container images (oci.py: skopeo, Debian's docker-registry as the
 upstream and as a pull-through cache, larder's /v2/; skipped with the
@@ -114,6 +117,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 import bounded as boundedmod  # noqa: E402
 import cooldown as cooldownmod  # noqa: E402
 import hosted as hostedmod  # noqa: E402
+import metasynth as metasynthmod  # noqa: E402
 import corpus as corpusmod  # noqa: E402
 import oci as ocimod  # noqa: E402
 import parties as partymod  # noqa: E402
@@ -127,7 +131,8 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 PYPI_WORKLOADS = ["install", "parallel-install", "throughput-cold", "slow-misses",
                   "throughput-hot", "metadata", "cold-files", "swarm", "endpoints",
-                  "bounded"] + hostedmod.WORKLOADS + cooldownmod.WORKLOADS
+                  "bounded"] + hostedmod.WORKLOADS + cooldownmod.WORKLOADS + \
+    metasynthmod.WORKLOADS
 WORKLOADS = PYPI_WORKLOADS + ocimod.WORKLOADS
 EXTRA_WORKLOADS = []
 MB = 1e6
@@ -1651,7 +1656,9 @@ def main(argv=None):
                   "virtual-page": lambda: extra_goals.extend(
                       hostedmod.run_virtual_page(bench, sys.modules[__name__])),
                   "cooldown-page": lambda: extra_goals.extend(
-                      cooldownmod.run(bench, sys.modules[__name__]))}.get(w)
+                      cooldownmod.run(bench, sys.modules[__name__])),
+                  "metasynth": lambda: extra_goals.extend(
+                      metasynthmod.run(bench, sys.modules[__name__]))}.get(w)
             log("== %s" % w)
             if fn is None:
                 oci.run(w)
