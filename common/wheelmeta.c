@@ -58,8 +58,10 @@ static int get(struct run *r, uint64_t off, int tail, size_t len,
 	if (got > len || (r->size && size != r->size) ||
 	    (tail && got != (size < len ? size : len)) ||
 	    (!tail && (got != len || off + len > size))) {
-		snprintf(r->err, r->errlen, "a read of %zu bytes at %s%llu got "
-		         "%zu of a file of %llu", len, tail ? "the end -" : "",
+		snprintf(r->err, r->errlen,
+		         "a read of %zu bytes at %s%llu got "
+		         "%zu of a file of %llu",
+		         len, tail ? "the end -" : "",
 		         (unsigned long long)(tail ? len : off), got,
 		         (unsigned long long)size);
 		return EIO;
@@ -71,8 +73,7 @@ static int get(struct run *r, uint64_t off, int tail, size_t len,
 }
 
 /* The bytes [off, off + len) when pc holds them, else NULL. */
-static const uint8_t *within(const struct piece *pc, uint64_t off,
-                             uint64_t len)
+static const uint8_t *within(const struct piece *pc, uint64_t off, uint64_t len)
 {
 	if (!pc->p || off < pc->off || off - pc->off > pc->len ||
 	    len > pc->len - (off - pc->off))
@@ -118,9 +119,11 @@ static int entry_data(struct run *r, const struct zipdir *z,
 				                  NULL, r->err, r->errlen);
 		}
 		if (rc == EAGAIN) {
-			snprintf(r->err, r->errlen, "%.*s: local header out "
-			         "of reach", (int)(e->namelen > 80 ? 80 :
-			         e->namelen), e->name);
+			snprintf(r->err, r->errlen,
+			         "%.*s: local header out "
+			         "of reach",
+			         (int)(e->namelen > 80 ? 80 : e->namelen),
+			         e->name);
 			rc = EINVAL;
 		}
 	}
@@ -141,8 +144,11 @@ int wheelmeta_read(const struct wheelmeta_src *src, const char *filename,
                    struct wheelmeta_stats *stats, char *err, size_t errlen)
 {
 	struct wheelmeta_stats none;
-	struct run r = {.src = src, .max_read = max_read, .st = stats,
-	                .err = err, .errlen = errlen};
+	struct run r = {.src = src,
+	                .max_read = max_read,
+	                .st = stats,
+	                .err = err,
+	                .errlen = errlen};
 	struct piece tail = {0}, cdp = {0}, ent = {0};
 	struct zipdir z;
 	struct zipdir_entry e;

@@ -27,8 +27,8 @@ struct wheelmeta_src {
 };
 
 struct wheelmeta_stats {
-	unsigned reads;  /* calls to src->read */
-	uint64_t bytes;  /* bytes asked for */
+	unsigned reads; /* calls to src->read */
+	uint64_t bytes; /* bytes asked for */
 };
 
 /* Reads the METADATA of the wheel called filename from src, reading at

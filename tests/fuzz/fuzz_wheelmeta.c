@@ -18,9 +18,8 @@ struct mem {
 	size_t n;
 };
 
-static int mem_read(void *ctx, uint64_t off, int tail, size_t len,
-                    uint8_t *buf, size_t *got, uint64_t *size, char *err,
-                    size_t errlen)
+static int mem_read(void *ctx, uint64_t off, int tail, size_t len, uint8_t *buf,
+                    size_t *got, uint64_t *size, char *err, size_t errlen)
 {
 	struct mem *m = ctx;
 
@@ -48,8 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	char err[256];
 	int rc;
 
-	rc = wheelmeta_read(&src, "corp_lib-1.0-py3-none-any.whl", 1 << 20, &out,
-	                    &len, &st, err, sizeof(err));
+	rc = wheelmeta_read(&src, "corp_lib-1.0-py3-none-any.whl", 1 << 20,
+	                    &out, &len, &st, err, sizeof(err));
 	if (st.bytes > 1 << 20)
 		abort();
 	if (rc == 0 && (!out || out[len] != '\0'))

@@ -25,14 +25,13 @@ static char err[256];
 struct mem {
 	const uint8_t *d;
 	size_t n;
-	int fail_at;   /* the read (1-based) that fails with EIO, 0 none */
-	int short_by;  /* bytes every read leaves off */
+	int fail_at;  /* the read (1-based) that fails with EIO, 0 none */
+	int short_by; /* bytes every read leaves off */
 	int calls;
 };
 
-static int mem_read(void *ctx, uint64_t off, int tail, size_t len,
-                    uint8_t *buf, size_t *got, uint64_t *size, char *e,
-                    size_t elen)
+static int mem_read(void *ctx, uint64_t off, int tail, size_t len, uint8_t *buf,
+                    size_t *got, uint64_t *size, char *e, size_t elen)
 {
 	struct mem *m = ctx;
 
@@ -60,8 +59,7 @@ static int read_mem(struct mem *m, uint64_t cap, uint8_t **out, size_t *len,
 {
 	struct wheelmeta_src src = {mem_read, m};
 
-	return wheelmeta_read(&src, WHEEL, cap, out, len, st, err,
-	                      sizeof(err));
+	return wheelmeta_read(&src, WHEEL, cap, out, len, st, err, sizeof(err));
 }
 
 T(one_read_for_a_small_wheel)
@@ -107,8 +105,10 @@ T(cap_on_bytes_read)
 
 T(read_errors_and_short_reads)
 {
-	struct mem m = {.d = zip_wheel, .n = sizeof(zip_wheel) - 1, .fail_at = 1};
-	struct mem s = {.d = zip_wheel, .n = sizeof(zip_wheel) - 1, .short_by = 3};
+	struct mem m = {
+	    .d = zip_wheel, .n = sizeof(zip_wheel) - 1, .fail_at = 1};
+	struct mem s = {
+	    .d = zip_wheel, .n = sizeof(zip_wheel) - 1, .short_by = 3};
 	uint8_t *out;
 	size_t len;
 
@@ -121,7 +121,8 @@ T(read_errors_and_short_reads)
 T(not_a_wheel)
 {
 	struct mem m = {.d = zip_sdist, .n = sizeof(zip_sdist) - 1};
-	struct mem w = {.d = zip_wrong_version, .n = sizeof(zip_wrong_version) - 1};
+	struct mem w = {.d = zip_wrong_version,
+	                .n = sizeof(zip_wrong_version) - 1};
 	struct mem e = {.d = zip_empty, .n = sizeof(zip_empty) - 1};
 	struct wheelmeta_src src = {mem_read, &m};
 	uint8_t *out;
