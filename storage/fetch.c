@@ -25,7 +25,7 @@ static CURL *handle;
 
 /* Returns the process's handle, reset for a new transfer: curl_easy_reset
  * keeps the live connections, the TLS session and DNS caches. */
-static CURL *easy(void)
+CURL *fetch_easy(void)
 {
 	static int global;
 
@@ -57,7 +57,7 @@ long fetch_max_silence(const struct fetch_opts *o)
 	long backoff = 0;
 
 	for (long i = 0; i < o->retries; i++)
-		backoff += MAX_RETRY_AFTER; /* backoff() waits at most that */
+		backoff += MAX_RETRY_AFTER; /* fetch_backoff() waits at most that */
 	return per_try * (o->retries + 1) + backoff;
 }
 
@@ -160,7 +160,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 }
 
 /* The errno for an answer that is an HTTP error status. */
-static int status_errno(long status)
+int fetch_status_errno(long status)
 {
 	if (status == 404 || status == 410)
 		return ENODATA;
@@ -183,7 +183,7 @@ static struct curl_slist *add_header(struct curl_slist *list,
 }
 
 /* Appends o->auth to list when url is on the upstream's own origin. */
-static struct curl_slist *add_auth(struct curl_slist *list,
+struct curl_slist *fetch_add_auth(struct curl_slist *list,
 				   const struct fetch_opts *o, const char *url)
 {
 	char a[300], b[300];
@@ -195,7 +195,7 @@ static struct curl_slist *add_auth(struct curl_slist *list,
 	return add_header(list, "Authorization", o->auth);
 }
 
-static void setup(CURL *c, const struct fetch_opts *o, const char *url,
+void fetch_setup(CURL *c, const struct fetch_opts *o, const char *url,
 		  char *errbuf, struct head *h)
 {
 	struct fetch_page *page = h->page;
@@ -233,7 +233,7 @@ static void setup(CURL *c, const struct fetch_opts *o, const char *url,
 }
 
 /* Maps a libcurl failure to an errno and a reason. */
-static int curl_errno(CURLcode rc, const struct head *h, const char *errbuf,
+int fetch_curl_errno(CURLcode rc, const struct head *h, const char *errbuf,
 		      const char *url, char *err, size_t errlen)
 {
 	if (rc == CURLE_ABORTED_BY_CALLBACK && h->idle) {
@@ -263,7 +263,7 @@ static int curl_errno(CURLcode rc, const struct head *h, const char *errbuf,
 
 /* Counts the body bytes an attempt received (as they came, compressed or
  * not). */
-static void count_received(CURL *c)
+void fetch_count_received(CURL *c)
 {
 	curl_off_t n = 0;
 
@@ -274,7 +274,7 @@ static void count_received(CURL *c)
 
 /* Counts a fetch that ended in err (0: an answer) with the final status
  * by what went wrong, when something did. */
-static void count_failure(int err, long status)
+void fetch_count_failure(int err, long status)
 {
 	enum stats_counter c;
 
@@ -299,7 +299,7 @@ static void count_failure(int err, long status)
 	stats_add(c, 1);
 }
 
-static int transient_curl(CURLcode rc)
+int fetch_transient_curl(CURLcode rc)
 {
 	switch (rc) {
 	case CURLE_COULDNT_CONNECT:
@@ -317,7 +317,7 @@ static int transient_curl(CURLcode rc)
 	}
 }
 
-static int transient_status(long status)
+int fetch_transient_status(long status)
 {
 	return status == 429 || status == 408 || status == 502 ||
 	       status == 503 || status == 504 || status == 500;
@@ -325,7 +325,7 @@ static int transient_status(long status)
 
 /* Waits before try number attempt+1: 250 ms doubling, or Retry-After.
  * Returns 0, or -1 when upstream asks for a longer wait than we give. */
-static int backoff(int attempt, long retry_after)
+int fetch_backoff(int attempt, long retry_after)
 {
 	long ms = 250L << attempt;
 
@@ -341,7 +341,7 @@ static int backoff(int attempt, long retry_after)
 
 /* After a 3xx: copies the next URL to cur when it is allowed. Returns 0,
  * or EPERM / EIO with a reason. */
-static int follow_redirect(CURL *c, const struct fetch_opts *o, char *cur,
+int fetch_follow_redirect(CURL *c, const struct fetch_opts *o, char *cur,
 			   size_t curlen, int *hops, char *err, size_t errlen)
 {
 	char *next = NULL;
@@ -369,7 +369,7 @@ static int follow_redirect(CURL *c, const struct fetch_opts *o, char *cur,
 	return 0;
 }
 
-static int is_redirect(long status)
+int fetch_is_redirect(long status)
 {
 	return status == 301 || status == 302 || status == 303 ||
 	       status == 307 || status == 308;
@@ -396,7 +396,7 @@ static struct curl_slist *page_headers(const struct fetch_opts *o,
 		hdrs = add_header(hdrs, "If-None-Match", etag);
 	if (last_modified && *last_modified)
 		hdrs = add_header(hdrs, "If-Modified-Since", last_modified);
-	return add_auth(hdrs, o, url);
+	return fetch_add_auth(hdrs, o, url);
 }
 
 static int page_request(const struct fetch_opts *o, const char *url,
@@ -415,7 +415,7 @@ static int page_request(const struct fetch_opts *o, const char *url,
 	buf_init(&r->body, o->max_body);
 	snprintf(r->url, sizeof(r->url), "%s", url);
 	for (;;) {
-		c = easy();
+		c = fetch_easy();
 		if (!c) {
 			snprintf(err, errlen, "%s: curl_easy_init failed", url);
 			ret = ENOMEM;
@@ -423,7 +423,7 @@ static int page_request(const struct fetch_opts *o, const char *url,
 		}
 		buf_reset(&r->body);
 		h.page = r;
-		setup(c, o, r->url, errbuf, &h);
+		fetch_setup(c, o, r->url, errbuf, &h);
 		curl_slist_free_all(hdrs);
 		hdrs = page_headers(o, r->url, accept, etag, last_modified);
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
@@ -435,7 +435,7 @@ static int page_request(const struct fetch_opts *o, const char *url,
 			curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
 		}
 		rc = curl_easy_perform(c);
-		count_received(c);
+		fetch_count_received(c);
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
 		r->retry_after = h.retry_after;
 		if (rc == CURLE_WRITE_ERROR && r->body.len + CURL_MAX_WRITE_SIZE >
@@ -446,21 +446,21 @@ static int page_request(const struct fetch_opts *o, const char *url,
 			break;
 		}
 		if (rc != CURLE_OK) {
-			ret = curl_errno(rc, &h, errbuf, r->url, err, errlen);
-			if (transient_curl(rc) && attempt < o->retries &&
-			    backoff(attempt++, -1) == 0)
+			ret = fetch_curl_errno(rc, &h, errbuf, r->url, err, errlen);
+			if (fetch_transient_curl(rc) && attempt < o->retries &&
+			    fetch_backoff(attempt++, -1) == 0)
 				continue;
 			break;
 		}
-		if (is_redirect(r->status)) {
-			ret = follow_redirect(c, o, r->url, sizeof(r->url),
+		if (fetch_is_redirect(r->status)) {
+			ret = fetch_follow_redirect(c, o, r->url, sizeof(r->url),
 					      &hops, err, errlen);
 			if (ret)
 				break;
 			continue;
 		}
-		if (transient_status(r->status) && attempt < o->retries &&
-		    backoff(attempt++, r->retry_after) == 0)
+		if (fetch_transient_status(r->status) && attempt < o->retries &&
+		    fetch_backoff(attempt++, r->retry_after) == 0)
 			continue;
 		ret = 0;
 		break;
@@ -468,7 +468,7 @@ static int page_request(const struct fetch_opts *o, const char *url,
 	if (c)
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(hdrs);
-	count_failure(ret, r->status);
+	fetch_count_failure(ret, r->status);
 	return ret;
 }
 
@@ -505,15 +505,15 @@ static int head_request(const struct fetch_opts *o, const char *url,
 	*size = -1;
 	snprintf(cur, sizeof(cur), "%s", url);
 	for (;;) {
-		c = easy();
+		c = fetch_easy();
 		if (!c) {
 			snprintf(err, errlen, "%s: curl_easy_init failed", url);
 			return ENOMEM;
 		}
 		h.page = NULL;
-		setup(c, o, cur, errbuf, &h);
+		fetch_setup(c, o, cur, errbuf, &h);
 		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-		hdrs = add_auth(NULL, o, cur);
+		hdrs = fetch_add_auth(NULL, o, cur);
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 		rc = curl_easy_perform(c);
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
@@ -521,28 +521,28 @@ static int head_request(const struct fetch_opts *o, const char *url,
 		*status = 0;
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
 		if (rc != CURLE_OK) {
-			int ret = curl_errno(rc, &h, errbuf, url, err, errlen);
+			int ret = fetch_curl_errno(rc, &h, errbuf, url, err, errlen);
 
-			if (transient_curl(rc) && attempt < o->retries &&
-			    backoff(attempt++, -1) == 0)
+			if (fetch_transient_curl(rc) && attempt < o->retries &&
+			    fetch_backoff(attempt++, -1) == 0)
 				continue;
 			return ret;
 		}
-		if (is_redirect(*status)) {
-			int ret = follow_redirect(c, o, cur, sizeof(cur), &hops,
+		if (fetch_is_redirect(*status)) {
+			int ret = fetch_follow_redirect(c, o, cur, sizeof(cur), &hops,
 						  err, errlen);
 
 			if (ret)
 				return ret;
 			continue;
 		}
-		if (transient_status(*status) && attempt < o->retries &&
-		    backoff(attempt++, h.retry_after) == 0)
+		if (fetch_transient_status(*status) && attempt < o->retries &&
+		    fetch_backoff(attempt++, h.retry_after) == 0)
 			continue;
 		if (*status != 200) {
 			snprintf(err, errlen, "%s: upstream answered %ld", url,
 				 *status);
-			return status_errno(*status);
+			return fetch_status_errno(*status);
 		}
 		if (curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
 				      &cl) == CURLE_OK && cl >= 0)
@@ -557,7 +557,7 @@ int fetch_head(const struct fetch_opts *o, const char *url, long long *size,
 	long status = 0;
 	int rc = head_request(o, url, size, &status, err, errlen);
 
-	count_failure(rc, status);
+	fetch_count_failure(rc, status);
 	return rc;
 }
 
@@ -665,24 +665,24 @@ int fetch_file(const struct fetch_opts *o, const char *url, long long size,
 		return ENOMEM;
 	}
 	for (;;) {
-		f.c = easy();
+		f.c = fetch_easy();
 		if (!f.c) {
 			snprintf(err, errlen, "%s: curl_easy_init failed", url);
 			ret = ENOMEM;
 			break;
 		}
 		f.checked = f.refused = 0;
-		setup(f.c, o, cur, errbuf, &h);
+		fetch_setup(f.c, o, cur, errbuf, &h);
 		if (f.written > 0) {
 			snprintf(range, sizeof(range), "%lld-", f.written);
 			curl_easy_setopt(f.c, CURLOPT_RANGE, range);
 		}
 		curl_easy_setopt(f.c, CURLOPT_WRITEFUNCTION, file_body);
 		curl_easy_setopt(f.c, CURLOPT_WRITEDATA, &f);
-		hdrs = add_auth(NULL, o, cur);
+		hdrs = fetch_add_auth(NULL, o, cur);
 		curl_easy_setopt(f.c, CURLOPT_HTTPHEADER, hdrs);
 		rc = curl_easy_perform(f.c);
-		count_received(f.c);
+		fetch_count_received(f.c);
 		curl_easy_setopt(f.c, CURLOPT_HTTPHEADER, NULL);
 		curl_slist_free_all(hdrs);
 		status = 0;
@@ -699,8 +699,8 @@ int fetch_file(const struct fetch_opts *o, const char *url, long long size,
 				log_warn(errno, url, "truncating the temp file");
 			break;
 		}
-		if (is_redirect(status)) {
-			ret = follow_redirect(f.c, o, cur, sizeof(cur), &hops,
+		if (fetch_is_redirect(status)) {
+			ret = fetch_follow_redirect(f.c, o, cur, sizeof(cur), &hops,
 					      err, errlen);
 			if (ret)
 				break;
@@ -714,21 +714,21 @@ int fetch_file(const struct fetch_opts *o, const char *url, long long size,
 			 * answer with the bytes wrong is about this file */
 			int bytes = status == 200 || status == 206;
 
-			ret = bytes ? EPROTO : transient_status(status) ?
-			      EREMOTEIO : status_errno(status);
+			ret = bytes ? EPROTO : fetch_transient_status(status) ?
+			      EREMOTEIO : fetch_status_errno(status);
 			snprintf(err, errlen, "%s: upstream answered %ld%s", url,
 				 status, bytes ? " with more or other bytes than "
 						 "expected" : "");
-			if (!bytes && transient_status(status) &&
+			if (!bytes && fetch_transient_status(status) &&
 			    attempt < o->retries &&
-			    backoff(attempt++, h.retry_after) == 0)
+			    fetch_backoff(attempt++, h.retry_after) == 0)
 				continue;
 			break;
 		}
 		if (rc != CURLE_OK) {
-			ret = curl_errno(rc, &h, errbuf, url, err, errlen);
-			if (transient_curl(rc) && attempt < o->retries &&
-			    backoff(attempt++, -1) == 0)
+			ret = fetch_curl_errno(rc, &h, errbuf, url, err, errlen);
+			if (fetch_transient_curl(rc) && attempt < o->retries &&
+			    fetch_backoff(attempt++, -1) == 0)
 				continue;
 			break;
 		}
@@ -737,7 +737,7 @@ int fetch_file(const struct fetch_opts *o, const char *url, long long size,
 			ret = EIO;
 			snprintf(err, errlen, "%s: got %lld of %lld bytes", url,
 				 f.written, f.total);
-			if (attempt < o->retries && backoff(attempt++, -1) == 0)
+			if (attempt < o->retries && fetch_backoff(attempt++, -1) == 0)
 				continue;
 			break;
 		}
@@ -746,22 +746,6 @@ int fetch_file(const struct fetch_opts *o, const char *url, long long size,
 	}
 	sha256_abort(&f.hash);
 	if (!f.write_err) /* a full disk is ours, not the upstream's */
-		count_failure(ret, status);
+		fetch_count_failure(ret, status);
 	return ret;
 }
-
-/* What storage/fetch_range.c shares of this file. */
-const struct fetch_priv fetch_priv = {
-	.easy = easy,
-	.setup = setup,
-	.curl_errno = curl_errno,
-	.follow_redirect = follow_redirect,
-	.is_redirect = is_redirect,
-	.add_auth = add_auth,
-	.transient_curl = transient_curl,
-	.transient_status = transient_status,
-	.backoff = backoff,
-	.count_received = count_received,
-	.count_failure = count_failure,
-	.status_errno = status_errno,
-};

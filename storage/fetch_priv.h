@@ -28,33 +28,39 @@ struct head {
 	struct fetch_page *page; /* page fetches: where validators go */
 };
 
-struct fetch_priv {
-	/* the process's handle, reset for a new transfer */
-	CURL *(*easy)(void);
-	/* the options every transfer has, with h watching its progress */
-	void (*setup)(CURL *c, const struct fetch_opts *o, const char *url,
-		      char *errbuf, struct head *h);
-	/* a libcurl failure as an errno and a reason */
-	int (*curl_errno)(CURLcode rc, const struct head *h,
-			  const char *errbuf, const char *url, char *err,
-			  size_t errlen);
-	/* after a 3xx: the next URL into cur when it is allowed */
-	int (*follow_redirect)(CURL *c, const struct fetch_opts *o, char *cur,
-			       size_t curlen, int *hops, char *err,
-			       size_t errlen);
-	int (*is_redirect)(long status);
-	struct curl_slist *(*add_auth)(struct curl_slist *list,
-				       const struct fetch_opts *o,
-				       const char *url);
-	int (*transient_curl)(CURLcode rc);
-	int (*transient_status)(long status);
-	/* waits before try attempt+1; -1 when told to wait too long */
-	int (*backoff)(int attempt, long retry_after);
-	void (*count_received)(CURL *c);
-	void (*count_failure)(int err, long status);
-	int (*status_errno)(long status);
-};
+/* The process's handle, reset for a new transfer. */
+CURL *fetch_easy(void);
 
-extern const struct fetch_priv fetch_priv;
+/* Sets the options every transfer has, with h watching its progress. */
+void fetch_setup(CURL *c, const struct fetch_opts *o, const char *url,
+		 char *errbuf, struct head *h);
+
+/* A libcurl failure as an errno and a reason. */
+int fetch_curl_errno(CURLcode rc, const struct head *h, const char *errbuf,
+		     const char *url, char *err, size_t errlen);
+
+/* After a 3xx: the next URL into cur when it is allowed. */
+int fetch_follow_redirect(CURL *c, const struct fetch_opts *o, char *cur,
+			  size_t curlen, int *hops, char *err, size_t errlen);
+int fetch_is_redirect(long status);
+
+/* Adds the Authorization o carries when url is on trust_base's origin. */
+struct curl_slist *fetch_add_auth(struct curl_slist *list,
+				  const struct fetch_opts *o, const char *url);
+
+/* Whether a failure is worth another try. */
+int fetch_transient_curl(CURLcode rc);
+int fetch_transient_status(long status);
+
+/* Waits before try attempt+1; -1 when told to wait too long. */
+int fetch_backoff(int attempt, long retry_after);
+
+/* The counters (storage/stats.h) of what a transfer received, or how it
+ * failed. */
+void fetch_count_received(CURL *c);
+void fetch_count_failure(int err, long status);
+
+/* An error status as an errno (as fetch_file() documents). */
+int fetch_status_errno(long status);
 
 #endif

@@ -77,7 +77,6 @@ int fetch_range(const struct fetch_opts *o, const char *url, uint64_t off,
 		int tail, size_t len, uint8_t *buf, size_t *got,
 		long long *total, char *err, size_t errlen)
 {
-	const struct fetch_priv *fp = &fetch_priv;
 	char errbuf[CURL_ERROR_SIZE], cur[FETCH_URL_MAX], spec[64];
 	struct curl_slist *hdrs;
 	struct range_ctx r;
@@ -108,26 +107,26 @@ int fetch_range(const struct fetch_opts *o, const char *url, uint64_t off,
 		r.tail = tail;
 		r.h = &h;
 		r.total = -1;
-		r.c = fp->easy();
+		r.c = fetch_easy();
 		if (!r.c) {
 			snprintf(err, errlen, "%s: curl_easy_init failed", url);
 			ret = ENOMEM;
 			break;
 		}
-		fp->setup(r.c, o, cur, errbuf, &h);
+		fetch_setup(r.c, o, cur, errbuf, &h);
 		curl_easy_setopt(r.c, CURLOPT_RANGE, spec);
 		curl_easy_setopt(r.c, CURLOPT_WRITEFUNCTION, range_body);
 		curl_easy_setopt(r.c, CURLOPT_WRITEDATA, &r);
-		hdrs = fp->add_auth(NULL, o, cur);
+		hdrs = fetch_add_auth(NULL, o, cur);
 		curl_easy_setopt(r.c, CURLOPT_HTTPHEADER, hdrs);
 		rc = curl_easy_perform(r.c);
-		fp->count_received(r.c);
+		fetch_count_received(r.c);
 		curl_easy_setopt(r.c, CURLOPT_HTTPHEADER, NULL);
 		curl_slist_free_all(hdrs);
 		status = 0;
 		curl_easy_getinfo(r.c, CURLINFO_RESPONSE_CODE, &status);
-		if (fp->is_redirect(status)) {
-			ret = fp->follow_redirect(r.c, o, cur, sizeof(cur),
+		if (fetch_is_redirect(status)) {
+			ret = fetch_follow_redirect(r.c, o, cur, sizeof(cur),
 						  &hops, err, errlen);
 			if (ret)
 				break;
@@ -153,20 +152,20 @@ int fetch_range(const struct fetch_opts *o, const char *url, uint64_t off,
 			break;
 		}
 		if (rc == CURLE_OK && status != 200 && status != 206) {
-			ret = fp->transient_status(status) ? EREMOTEIO :
-			      fp->status_errno(status);
+			ret = fetch_transient_status(status) ? EREMOTEIO :
+			      fetch_status_errno(status);
 			snprintf(err, errlen, "%s: upstream answered %ld", url,
 				 status);
-			if (fp->transient_status(status) &&
+			if (fetch_transient_status(status) &&
 			    attempt < o->retries &&
-			    fp->backoff(attempt++, h.retry_after) == 0)
+			    fetch_backoff(attempt++, h.retry_after) == 0)
 				continue;
 			break;
 		}
 		if (rc != CURLE_OK) {
-			ret = fp->curl_errno(rc, &h, errbuf, url, err, errlen);
-			if (fp->transient_curl(rc) && attempt < o->retries &&
-			    fp->backoff(attempt++, -1) == 0)
+			ret = fetch_curl_errno(rc, &h, errbuf, url, err, errlen);
+			if (fetch_transient_curl(rc) && attempt < o->retries &&
+			    fetch_backoff(attempt++, -1) == 0)
 				continue;
 			break;
 		}
@@ -178,7 +177,7 @@ int fetch_range(const struct fetch_opts *o, const char *url, uint64_t off,
 				 url, spec, r.got);
 			ret = EIO;
 			if (attempt < o->retries &&
-			    fp->backoff(attempt++, -1) == 0)
+			    fetch_backoff(attempt++, -1) == 0)
 				continue;
 			break;
 		}
@@ -186,6 +185,6 @@ int fetch_range(const struct fetch_opts *o, const char *url, uint64_t off,
 		*total = r.total;
 		return 0;
 	}
-	fp->count_failure(ret, status);
+	fetch_count_failure(ret, status);
 	return ret;
 }
