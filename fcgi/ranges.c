@@ -37,8 +37,7 @@ int ranges_ignored(struct worker *w, const char *url)
 	       time(NULL) < at + NORANGE_TTL;
 }
 
-void ranges_ignore(struct worker *w, const char *url,
-			      const char *reason)
+void ranges_ignore(struct worker *w, const char *url, const char *reason)
 {
 	char key[FLIGHT_KEY_MAX + 1], origin[300];
 
@@ -49,7 +48,6 @@ void ranges_ignore(struct worker *w, const char *url,
 		 "them for a day", reason);
 	db_outcome_put(w->db, key, "", reason);
 }
-
 
 /* Sends bytes [from, to] of a file of size bytes, buf holding them. */
 static void send_part(struct req *r, const struct fetcher_want *want,
