@@ -23,6 +23,7 @@ enum attr_id {
 	A_DIST_INFO_METADATA,
 	A_NAME,
 	A_CONTENT,
+	A_PROVENANCE,
 	A_COUNT
 };
 
@@ -34,6 +35,7 @@ static const char *const attr_names[A_COUNT] = {
 	[A_DIST_INFO_METADATA] = "data-dist-info-metadata",
 	[A_NAME] = "name",
 	[A_CONTENT] = "content",
+	[A_PROVENANCE] = "data-provenance",
 };
 
 /* An attribute as written, entities not yet decoded; v points into the
@@ -65,6 +67,8 @@ struct parser {
 	struct buf tmp;
 	char *base;       /* <base href>, resolved, or NULL */
 	int have_version;
+	char *status;     /* pypi:project-status, first one, or NULL */
+	char *reason;     /* pypi:project-status-reason, or NULL */
 	char *err;
 	size_t errlen;
 };
@@ -437,6 +441,9 @@ static int file_link(struct parser *ps)
 		meta = &a[A_DIST_INFO_METADATA];
 	if (!err && meta)
 		err = core_metadata(ps, meta, &f);
+	if (!err && a[A_PROVENANCE].set)
+		err = decode(ps, a[A_PROVENANCE].v, a[A_PROVENANCE].n, 1,
+			     &f.provenance);
 	if (!err)
 		err = grow((void **)&ps->p->files, &ps->cap, ps->p->nfiles,
 			   sizeof(f));
@@ -444,6 +451,7 @@ static int file_link(struct parser *ps)
 		free(f.filename);
 		free(f.requires_python);
 		free(f.yanked_reason);
+		free(f.provenance);
 		if (err == EINVAL) /* a NUL byte in the link */
 			ps->p->dropped++;
 		err = err == EINVAL ? 0 : err;
@@ -499,18 +507,35 @@ static int close_link(struct parser *ps)
 	return ps->p->is_list ? project_link(ps) : file_link(ps);
 }
 
-/* <meta name="pypi:repository-version" content="1.x"> (PEP 629). */
+/* <meta name="pypi:repository-version" content="1.x"> (PEP 629), and the
+ * PEP 792 pypi:project-status and pypi:project-status-reason; the first
+ * of each name counts. */
 static int on_meta(struct parser *ps, const struct tag *t)
 {
-	char *name = NULL, *content = NULL;
+	char *name = NULL, *content = NULL, **keep = NULL;
 	int err;
 
-	if (ps->have_version || !t->a[A_NAME].set || !t->a[A_CONTENT].set)
+	if (!t->a[A_NAME].set || !t->a[A_CONTENT].set)
 		return 0;
 	err = decode_attr(ps, &t->a[A_NAME], &name);
 	if (err == EINVAL)
 		err = 0;
-	if (err || !name || strcasecmp(name, "pypi:repository-version") != 0)
+	if (err || !name)
+		goto out;
+	if (strcasecmp(name, "pypi:project-status") == 0)
+		keep = &ps->status;
+	else if (strcasecmp(name, "pypi:project-status-reason") == 0)
+		keep = &ps->reason;
+	if (keep) {
+		if (*keep)
+			goto out;
+		err = decode_attr(ps, &t->a[A_CONTENT], keep);
+		/* a NUL in it: as if it were not there */
+		err = err == EINVAL ? 0 : err;
+		goto out;
+	}
+	if (ps->have_version ||
+	    strcasecmp(name, "pypi:repository-version") != 0)
 		goto out;
 	ps->have_version = 1;
 	err = decode_attr(ps, &t->a[A_CONTENT], &content);
@@ -685,12 +710,20 @@ int html_parse_simple(const char *data, size_t len,
 	}
 	if (!e && ps.in_a)
 		e = close_link(&ps);
+	if (!e && ps.status && !is_list)
+		e = simple_status_set(p, ps.status, strlen(ps.status),
+				      ps.reason,
+				      ps.reason ? strlen(ps.reason) : 0);
+	if (!e)
+		simple_status_apply(p);
 	if (e == ENOMEM)
 		fail(&ps, "html: out of memory");
 out:
 	buf_free(&ps.text);
 	buf_free(&ps.tmp);
 	free(ps.base);
+	free(ps.status);
+	free(ps.reason);
 	if (e)
 		simple_page_free(p);
 	return e;

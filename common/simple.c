@@ -17,6 +17,7 @@
 #define HASH_NAME_MAX 32
 #define HASH_VALUE_MAX 256  /* hex digits */
 #define URL_MAX 8192
+#define STATUS_REASON_MAX 4096  /* bytes of a PEP 792 reason kept */
 
 static char lower(char c)
 {
@@ -35,6 +36,7 @@ void simple_file_free(struct simple_file *f)
 	free(f->requires_python);
 	free(f->yanked_reason);
 	free(f->upload_time);
+	free(f->provenance);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -154,7 +156,7 @@ int simple_api_version(const char *claimed, char out[16])
 {
 	const char *s = claimed;
 	size_t n;
-	int minor = 0;
+	unsigned long minor = 0;
 
 	if (!s) {
 		memcpy(out, "1.0", 4);
@@ -176,14 +178,96 @@ int simple_api_version(const char *claimed, char out[16])
 		n = strspn(s, "0123456789");
 		if (n == 0 || n > 9)
 			return EINVAL;
-		minor = strspn(s, "0") < n;
+		minor = strtoul(s, NULL, 10);
 		s += n;
 	}
 	s += strspn(s, " \t\r\n");
 	if (*s)
 		return EINVAL;
-	memcpy(out, minor ? "1.1" : "1.0", 4);
+	if (minor > SIMPLE_MINOR_MAX)
+		minor = SIMPLE_MINOR_MAX;
+	snprintf(out, 16, "1.%lu", minor);
 	return 0;
+}
+
+int simple_minor(const char *version)
+{
+	return version && version[0] == '1' && version[1] == '.' &&
+			       version[2] >= '0' && version[2] <= '9' ?
+		       version[2] - '0' :
+		       0;
+}
+
+int simple_status_set(struct simple_page *p, const char *status, size_t slen,
+		      const char *reason, size_t rlen)
+{
+	static const char *const known[] = {"active", "archived",
+					    "quarantined", "deprecated"};
+	char *r = NULL;
+	size_t k;
+
+	for (k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+		if (status && strlen(known[k]) == slen &&
+		    strncasecmp(known[k], status, slen) == 0)
+			break;
+	if (k == sizeof(known) / sizeof(known[0]))
+		return 0;
+	if (reason && rlen <= STATUS_REASON_MAX &&
+	    !memchr(reason, '\0', rlen)) {
+		r = strndup(reason, rlen);
+		if (!r)
+			return ENOMEM;
+		if (!json_utf8_valid(r)) {
+			free(r);
+			r = NULL;
+		}
+	}
+	snprintf(p->status, sizeof(p->status), "%s", known[k]);
+	free(p->status_reason);
+	p->status_reason = r;
+	return 0;
+}
+
+int simple_quarantined(const struct simple_page *p)
+{
+	return strcmp(p->status, "quarantined") == 0;
+}
+
+void simple_status_apply(struct simple_page *p)
+{
+	if (!simple_quarantined(p))
+		return;
+	for (size_t i = 0; i < p->nfiles; i++)
+		simple_file_free(&p->files[i]);
+	p->nfiles = 0;
+}
+
+/* Resolves a PEP 740 provenance URL as the page wrote it into f: kept
+ * only when it is http(s) on a host the file itself could be on, as a
+ * URL larder fetches must be. Returns 0 or ENOMEM. */
+static int accept_provenance(struct simple_file *f, const char *base,
+			     const struct simple_opts *o)
+{
+	struct buf url;
+	char *href = f->provenance;
+	int err;
+
+	f->provenance = NULL;
+	if (!href || !*href || !json_utf8_valid(href)) {
+		free(href);
+		return 0;
+	}
+	buf_init(&url, URL_MAX);
+	err = url_resolve(base ? base : o->base_url, href, &url, NULL);
+	if (!err && url_host_trusted(buf_str(&url), o->base_url, o->trusted)) {
+		f->provenance = buf_steal(&url);
+		err = f->provenance ? 0 : ENOMEM;
+	} else {
+		err = err == ENOMEM ? ENOMEM : 0;
+	}
+	buf_free(&url);
+	free(href);
+	return err;
 }
 
 int simple_file_accept(struct simple_file *f, const char *href,
@@ -239,7 +323,7 @@ int simple_file_accept(struct simple_file *f, const char *href,
 		f->meta_sha256[0] = '\0';
 	if (f->size < 0)
 		f->size = -1;
-	err = 0;
+	err = accept_provenance(f, base, o);
 out:
 	buf_free(&url);
 	buf_free(&frag);
@@ -250,12 +334,13 @@ out:
 
 const char *simple_rendered_version(const struct simple_page *p)
 {
-	static const char *const known[] = {"1.0", "1.1"};
+	static const char *const known[SIMPLE_MINOR_MAX + 1] = {
+		"1.0", "1.1", "1.2", "1.3", "1.4"};
 	char norm[16];
 
 	if (!p->api_version[0] || simple_api_version(p->api_version, norm))
 		return known[0];
-	return strcmp(norm, "1.1") == 0 ? known[1] : known[0];
+	return known[simple_minor(norm)];
 }
 
 int simple_renderable(const struct simple_file *f)
@@ -277,7 +362,8 @@ static int add_attr(struct buf *b, const char *name, const char *prefix,
 	return err;
 }
 
-static int html_render_file(const struct simple_file *f, struct buf *b)
+static int html_render_file(const struct simple_file *f, int provenance,
+			    struct buf *b)
 {
 	static const char *const meta_attrs[] = {"data-core-metadata",
 						 "data-dist-info-metadata"};
@@ -309,6 +395,19 @@ static int html_render_file(const struct simple_file *f, struct buf *b)
 		else
 			err = add_attr(b, meta_attrs[i], "", "true");
 	}
+	/* larder's own URL, never the upstream's: the bytes come through
+	 * the cache like the file's */
+	if (!err && provenance && f->provenance) {
+		err = buf_adds(b, " data-provenance=\"../../files/");
+		if (!err)
+			err = buf_add_html(b, f->sha256);
+		if (!err)
+			err = buf_adds(b, "/");
+		if (!err)
+			err = buf_add_html(b, f->filename);
+		if (!err)
+			err = buf_adds(b, ".provenance\"");
+	}
 	if (!err)
 		err = buf_adds(b, ">");
 	if (!err)
@@ -322,14 +421,29 @@ int simple_render_html(const struct simple_page *p, struct buf *out)
 {
 	char norm[NAMES_MAX_PROJECT + 1];
 	const char *name = p->name ? p->name : "";
+	int minor = simple_minor(simple_rendered_version(p));
 	size_t start = out->len;
 	int err;
 
 	err = buf_addf(out,
 		       "<!DOCTYPE html>\n<html>\n<head>\n"
 		       "<meta name=\"pypi:repository-version\" "
-		       "content=\"%s\">\n<title>",
+		       "content=\"%s\">\n",
 		       simple_rendered_version(p));
+	if (!err && !p->is_list && minor >= 4 && p->status[0])
+		err = buf_addf(out, "<meta name=\"pypi:project-status\" "
+			       "content=\"%s\">\n", p->status);
+	if (!err && !p->is_list && minor >= 4 && p->status[0] &&
+	    p->status_reason) {
+		err = buf_adds(out, "<meta name=\"pypi:project-status-reason\" "
+			       "content=\"");
+		if (!err)
+			err = buf_add_html(out, p->status_reason);
+		if (!err)
+			err = buf_adds(out, "\">\n");
+	}
+	if (!err)
+		err = buf_adds(out, "<title>");
 	if (err)
 		goto out;
 	if (p->is_list) {
@@ -354,9 +468,12 @@ int simple_render_html(const struct simple_page *p, struct buf *out)
 			err = buf_add_html(out, name);
 		if (!err)
 			err = buf_adds(out, "</h1>\n");
-		for (size_t i = 0; !err && i < p->nfiles; i++)
+		for (size_t i = 0; !err && !simple_quarantined(p) &&
+				   i < p->nfiles;
+		     i++)
 			if (simple_renderable(&p->files[i]))
-				err = html_render_file(&p->files[i], out);
+				err = html_render_file(&p->files[i],
+						       minor >= 3, out);
 	}
 	if (!err)
 		err = buf_adds(out, "</body>\n</html>\n");
@@ -443,6 +560,7 @@ int simple_likely_metadata(const struct simple_page *p)
 void simple_page_free(struct simple_page *p)
 {
 	free(p->name);
+	free(p->status_reason);
 	for (size_t i = 0; i < p->nfiles; i++)
 		simple_file_free(&p->files[i]);
 	free(p->files);

@@ -112,7 +112,7 @@ static int hashes(struct json_reader *r, struct simple_file *f)
 
 enum file_key {
 	K_URL, K_FILENAME, K_HASHES, K_REQUIRES, K_YANKED, K_META, K_META_OLD,
-	K_META_PYPI, K_SIZE, K_UPLOAD, K_COUNT
+	K_META_PYPI, K_SIZE, K_UPLOAD, K_PROVENANCE, K_COUNT
 };
 
 /* Reads one PEP 691 file entry (its object entered) into f and decides on
@@ -125,6 +125,7 @@ static int file_entry(struct json_reader *r, const struct simple_opts *o,
 		"url", "filename", "hashes", "requires-python", "yanked",
 		"core-metadata", "dist-info-metadata",
 		"data-dist-info-metadata", "size", "upload-time",
+		"provenance",
 	};
 	/* metadata under its PEP 714 name wins over the older ones */
 	struct simple_file meta[3];
@@ -148,12 +149,14 @@ static int file_entry(struct json_reader *r, const struct simple_opts *o,
 		case K_FILENAME:
 		case K_REQUIRES:
 		case K_UPLOAD:
+		case K_PROVENANCE: /* a string or null (PEP 740) */
 			if (t != JSON_STRING)
 				break;
 			if (dup_str(r, i == K_URL ? &url :
 				       i == K_FILENAME ? &f->filename :
 				       i == K_REQUIRES ? &f->requires_python :
-							 &f->upload_time))
+				       i == K_UPLOAD ? &f->upload_time :
+						       &f->provenance))
 				goto nomem;
 			continue;
 		case K_HASHES:
@@ -375,14 +378,50 @@ static int meta(struct json_reader *r, struct simple_page *p, int *claimed,
 	return k < 0 ? -1 : 0;
 }
 
-enum top_key { T_META, T_NAME, T_LIST, T_VERSIONS, T_COUNT };
+/* PEP 792 "project-status": {"status": ..., "reason": ...}. Anything
+ * but strings there is ignored, as an unknown status is. */
+static int project_status(struct json_reader *r, struct simple_page *p)
+{
+	char *status = NULL, *reason = NULL;
+	int k, t, e = 0;
+
+	while ((k = json_key(r)) == 1) {
+		int which = strcmp(buf_str(&r->str), "status") == 0 ? 1 :
+			    strcmp(buf_str(&r->str), "reason") == 0 ? 2 : 0;
+
+		t = json_value(r);
+		if (which && t == JSON_STRING) {
+			if (dup_str(r, which == 1 ? &status : &reason)) {
+				e = ENOMEM;
+				goto out;
+			}
+		} else if (skip_value(r, t)) {
+			e = -1;
+			goto out;
+		}
+	}
+	if (k < 0) {
+		e = -1;
+		goto out;
+	}
+	if (status)
+		e = simple_status_set(p, status, strlen(status), reason,
+				      reason ? strlen(reason) : 0);
+out:
+	free(status);
+	free(reason);
+	return e;
+}
+
+enum top_key { T_META, T_NAME, T_LIST, T_VERSIONS, T_STATUS, T_COUNT };
 
 int simple_parse_json(const char *data, size_t len, const struct simple_opts *o,
 		      int is_list, struct simple_page *p, char *err,
 		      size_t errlen)
 {
 	static const char *const names[T_COUNT] = {"meta", "name", NULL,
-						   "versions"};
+						   "versions",
+						   "project-status"};
 	char norm[NAMES_MAX_PROJECT + 1];
 	struct json_reader r;
 	unsigned seen = 0;
@@ -434,6 +473,8 @@ int simple_parse_json(const char *data, size_t len, const struct simple_opts *o,
 			e = EINVAL;
 		} else if (i == T_VERSIONS && t == JSON_ARRAY && !is_list) {
 			e = strings(&r, max, &p->versions, &p->nversions);
+		} else if (i == T_STATUS && t == JSON_OBJECT && !is_list) {
+			e = project_status(&r, p);
 		} else if (skip_value(&r, t)) {
 			e = -1;
 		}
@@ -452,6 +493,7 @@ int simple_parse_json(const char *data, size_t len, const struct simple_opts *o,
 	}
 	if (!claimed)
 		simple_api_version(NULL, p->api_version);
+	simple_status_apply(p);
 	e = 0;
 	goto out;
 broken:
@@ -483,7 +525,7 @@ static int put_str(struct buf *b, const char *key, const char *s)
 	return err ? err : json_put_string(b, s);
 }
 
-static int render_file(const struct simple_file *f, int pep700, int first,
+static int render_file(const struct simple_file *f, int minor, int first,
 		       struct buf *b)
 {
 	int err;
@@ -511,10 +553,14 @@ static int render_file(const struct simple_file *f, int pep700, int first,
 			       f->meta_sha256);
 	else if (!err)
 		err = buf_adds(b, ",\"core-metadata\":true");
-	if (!err && pep700 && f->size >= 0)
+	if (!err && minor >= 1 && f->size >= 0)
 		err = buf_addf(b, ",\"size\":%lld", f->size);
-	if (!err && pep700 && f->upload_time)
+	if (!err && minor >= 1 && f->upload_time)
 		err = put_str(b, "upload-time", f->upload_time);
+	/* PEP 740: served by larder, as the file is */
+	if (!err && minor >= 3 && f->provenance)
+		err = buf_addf(b, ",\"provenance\":\"../../files/%s/%s"
+			       ".provenance\"", f->sha256, f->filename);
 	if (!err)
 		err = buf_adds(b, "}");
 	return err;
@@ -535,23 +581,33 @@ static int render_list(const struct simple_page *p, struct buf *b)
 	return err ? err : buf_adds(b, "]");
 }
 
-static int render_project(const struct simple_page *p, int pep700,
+static int render_project(const struct simple_page *p, int minor,
 			  struct buf *b)
 {
 	int err, first = 1;
 
 	err = put_str(b, "name", p->name ? p->name : "");
+	if (!err && minor >= 4 && p->status[0]) {
+		err = buf_addf(b, ",\"project-status\":{\"status\":\"%s\"",
+			       p->status);
+		if (!err && p->status_reason)
+			err = put_str(b, "reason", p->status_reason);
+		if (!err)
+			err = buf_adds(b, "}");
+	}
 	if (!err)
 		err = buf_adds(b, ",\"files\":[");
-	for (size_t i = 0; !err && i < p->nfiles; i++) {
+	/* a quarantined project's page lists no files (PEP 792) */
+	for (size_t i = 0; !err && !simple_quarantined(p) && i < p->nfiles;
+	     i++) {
 		if (!simple_renderable(&p->files[i]))
 			continue;
-		err = render_file(&p->files[i], pep700, first, b);
+		err = render_file(&p->files[i], minor, first, b);
 		first = 0;
 	}
 	if (!err)
 		err = buf_adds(b, "]");
-	if (!err && pep700 && p->versions) {
+	if (!err && minor >= 1 && p->versions) {
 		err = buf_adds(b, ",\"versions\":[");
 		for (size_t i = 0; !err && i < p->nversions; i++) {
 			if (i)
@@ -568,14 +624,14 @@ static int render_project(const struct simple_page *p, int pep700,
 int simple_render_json(const struct simple_page *p, struct buf *out)
 {
 	const char *v = simple_rendered_version(p);
-	int pep700 = strcmp(v, "1.1") == 0; /* size, upload-time, versions */
+	int minor = simple_minor(v); /* 1: size, upload-time, versions */
 	size_t start = out->len;
 	int err;
 
 	err = buf_addf(out, "{\"meta\":{\"api-version\":\"%s\"}", v);
 	if (!err)
 		err = p->is_list ? render_list(p, out) :
-				   render_project(p, pep700, out);
+				   render_project(p, minor, out);
 	if (!err)
 		err = buf_adds(out, "}");
 	if (err && out->data) {

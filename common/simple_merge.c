@@ -71,6 +71,8 @@ static int copy_file(const struct simple_file *f, struct simple_file *to)
 		err = copy_str(f->yanked_reason, &to->yanked_reason);
 	if (!err)
 		err = copy_str(f->upload_time, &to->upload_time);
+	if (!err)
+		err = copy_str(f->provenance, &to->provenance);
 	if (err || !f->nhashes)
 		return err;
 	to->hashes = calloc(f->nhashes, sizeof(*to->hashes));
@@ -221,6 +223,36 @@ out:
 	return err;
 }
 
+/* The merged page's PEP 792 status: the first page's (in layer order)
+ * that states one other than active, leaving out quarantined pages unless
+ * every page is quarantined. A quarantine is of one index's project: its
+ * page lists no files, and the other layers' files of the name stay on
+ * offer, which a quarantined merged page would contradict. */
+static int merge_status(const struct simple_page *in, size_t n,
+			struct simple_page *out)
+{
+	const struct simple_page *from = NULL;
+	size_t quarantined = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (simple_quarantined(&in[i])) {
+			quarantined++;
+			continue;
+		}
+		if (!from && in[i].status[0] &&
+		    strcmp(in[i].status, "active") != 0)
+			from = &in[i];
+	}
+	if (quarantined == n)
+		from = &in[0];
+	if (!from || !from->status[0])
+		return 0;
+	return simple_status_set(out, from->status, strlen(from->status),
+				 from->status_reason,
+				 from->status_reason ?
+					 strlen(from->status_reason) : 0);
+}
+
 int simple_merge(const struct simple_page *in, size_t n,
 		 struct simple_page *out)
 {
@@ -238,7 +270,8 @@ int simple_merge(const struct simple_page *in, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		const char *v = simple_rendered_version(&in[i]);
 
-		/* "1.0" < "1.1": what simple_api_version() caps claims at */
+		/* "1.0" < "1.4": one digit each, as simple_api_version()
+		 * caps claims */
 		if (strcmp(v, out->api_version) < 0)
 			snprintf(out->api_version, sizeof(out->api_version),
 				 "%s", v);
@@ -256,6 +289,8 @@ int simple_merge(const struct simple_page *in, size_t n,
 	err = merge_files(in, n, out);
 	if (!err)
 		err = merge_versions(in, n, out);
+	if (!err)
+		err = merge_status(in, n, out);
 out:
 	if (err)
 		simple_page_free(out);

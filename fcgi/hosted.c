@@ -96,7 +96,9 @@ static int page_of(struct worker *w, const char *index, const char *project,
 	int rc;
 
 	memset(page, 0, sizeof(*page));
-	snprintf(page->api_version, sizeof(page->api_version), "1.1");
+	/* 1.4: what 1.2 to 1.4 add is optional, and a hosted project is
+	 * active; a merge with a 1.4 upstream page keeps its status */
+	snprintf(page->api_version, sizeof(page->api_version), "1.4");
 	*none = 0;
 	if (!*project) {
 		struct list l = {page, 0};

@@ -301,10 +301,10 @@ T(repository_version)
 	struct simple_page p;
 
 	CHECK_INT(parse("<meta name=\"pypi:repository-version\""
-			" content=\"1.3\">",
+			" content=\"1.7\">",
 			0, &p),
 		  0);
-	CHECK_STR(p.api_version, "1.1");
+	CHECK_STR(p.api_version, "1.4");
 	simple_page_free(&p);
 	CHECK_INT(parse("<META NAME='PyPI:Repository-Version' CONTENT=1.0>"
 			"<meta name=\"pypi:repository-version\" content=\"2\">",

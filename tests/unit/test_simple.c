@@ -185,7 +185,12 @@ T(api_versions)
 	CHECK_INT(parse("{\"meta\":{\"api-version\":\"1.3\"},\"files\":[]}",
 			PYPI_BASE, 0, 0, &p),
 		  0);
-	CHECK_STR(p.api_version, "1.1");
+	CHECK_STR(p.api_version, "1.3");
+	simple_page_free(&p);
+	CHECK_INT(parse("{\"meta\":{\"api-version\":\"1.5\"},\"files\":[]}",
+			PYPI_BASE, 0, 0, &p),
+		  0);
+	CHECK_STR(p.api_version, "1.4");
 	simple_page_free(&p);
 	CHECK_INT(parse("{\"meta\":{\"api-version\":\"2.0\"},\"files\":[]}",
 			PYPI_BASE, 0, 0, &p),
@@ -204,7 +209,9 @@ T(api_versions)
 	CHECK_INT(simple_api_version("1.1", v), 0);
 	CHECK_STR(v, "1.1");
 	CHECK_INT(simple_api_version("1.10", v), 0);
-	CHECK_STR(v, "1.1");
+	CHECK_STR(v, "1.4");
+	CHECK_INT(simple_api_version("1.02", v), 0);
+	CHECK_STR(v, "1.2");
 	CHECK_INT(simple_api_version("0.9", v), EINVAL);
 	CHECK_INT(simple_api_version("10.0", v), EINVAL);
 	CHECK_INT(simple_api_version("1.x", v), EINVAL);
