@@ -294,8 +294,8 @@ static void route_simple(struct route *r, const char *index, const char *rest)
 /* rest is what follows "/{index}/files/". */
 static void route_file(struct route *r, const char *rest)
 {
-	static const char suffix[] = ".metadata";
-	const size_t slen = sizeof(suffix) - 1;
+	/* the siblings of a file: PEP 658 metadata, PEP 740 provenance */
+	static const char *const suffix[] = {".metadata", ".provenance"};
 	const char *slash = strchr(rest, '/');
 	const char *fn;
 	size_t n;
@@ -313,12 +313,17 @@ static void route_file(struct route *r, const char *rest)
 	}
 	fn = slash + 1;
 	n = strlen(fn);
-	if (n > slen && strcmp(fn + n - slen, suffix) == 0 &&
-	    copy(r->filename, sizeof(r->filename), fn, n - slen) == 0 &&
-	    names_is_filename(r->filename)) {
-		r->metadata = 1;
-		found(r, ROUTE_FILE);
-		return;
+	for (int k = 0; k < 2; k++) {
+		size_t slen = strlen(suffix[k]);
+
+		if (n > slen && strcmp(fn + n - slen, suffix[k]) == 0 &&
+		    copy(r->filename, sizeof(r->filename), fn, n - slen) == 0 &&
+		    names_is_filename(r->filename)) {
+			r->metadata = k == 0;
+			r->provenance = k == 1;
+			found(r, ROUTE_FILE);
+			return;
+		}
 	}
 	if (copy(r->filename, sizeof(r->filename), fn, n) != 0 ||
 	    !names_is_filename(r->filename)) {

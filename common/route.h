@@ -7,6 +7,7 @@
  *   /{index}/simple/{project}/            project page
  *   /{index}/files/{sha256}/{filename}    a file
  *   /{index}/files/{sha256}/{filename}.metadata   its PEP 658 metadata
+ *   /{index}/files/{sha256}/{filename}.provenance its PEP 740 provenance
  *   POST /{index}/                        an upload (legacy API)
  *   POST /{index}/+yank/{project}/{version}, .../+unyank/...
  *   DELETE /{index}/+release/{project}/{version}[/{filename}]
@@ -50,8 +51,10 @@ struct route {
 	int index;                  /* position in conf.index, or -1 */
 	char project[NAMES_MAX_PROJECT + 1];   /* normalised */
 	char sha256[65];
-	char filename[NAMES_MAX_FILENAME + 1]; /* without ".metadata" */
+	char filename[NAMES_MAX_FILENAME + 1]; /* without the suffix of a
+	                                          sibling */
 	int metadata;               /* 1 for the .metadata sibling */
+	int provenance;             /* 1 for the .provenance sibling */
 	char location[ROUTE_MAX_PATH];         /* ROUTE_REDIRECT */
 	char version[ROUTE_MAX_VERSION + 1];   /* yank, unyank, remove */
 	const char *allow;          /* the methods the path takes: for a 405's

@@ -16,6 +16,7 @@
 #include "fcgi/hosted.h"
 #include "fcgi/metadata.h"
 #include "fcgi/pages.h"
+#include "fcgi/quarantine.h"
 #include "fcgi/virtual.h"
 #include "storage/blob.h"
 #include "storage/lru.h"
@@ -215,6 +216,7 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	 * page goes stale then, and refresh() fetches it whole */
 	if (mature >= 0 && mature - now < p->ttl)
 		p->ttl = mature - now > 0 ? (long)(mature - now) : 1;
+	quarantine_note(&page, p);
 	rc = db_begin(w->db);
 	if (!rc)
 		rc = db_blob_add(w->db, p->json_sha, (long long)json.len);
@@ -238,6 +240,10 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		snprintf(row.meta_sha, sizeof(row.meta_sha), "%s",
 			 sf->meta_sha256);
 		snprintf(row.project, sizeof(row.project), "%s", project);
+		if (sf->provenance &&
+		    strlen(sf->provenance) < sizeof(row.provenance))
+			snprintf(row.provenance, sizeof(row.provenance), "%s",
+				 sf->provenance);
 		rc = db_file_put(w->db, ix->name, sf->sha256, sf->filename,
 				 &row);
 	}

@@ -13,6 +13,7 @@
 #include "fcgi/metadata.h"
 #include "fcgi/pages.h"
 #include "fcgi/pypi.h"
+#include "fcgi/quarantine.h"
 #include "fcgi/ranges.h"
 #include "fcgi/send.h"
 #include "fcgi/virtual.h"
@@ -182,17 +183,47 @@ static void head_uncached(struct req *r, const struct fetcher_want *want)
 	req_start(r, 200);
 }
 
+/* Records, in the process that fetched it, which blob a file's
+ * provenance turned out to be: the next request is served from the store
+ * (db_file_put keeps it while the page lists the same URL). */
+struct prov_ctx {
+	const char *file_sha;  /* the file whose provenance it is */
+	const char *url;       /* where it came from */
+};
+
+static void provenance_stored(struct db *db, const char *sha256,
+			      long long size, void *ctx)
+{
+	const struct prov_ctx *pc = ctx;
+
+	(void)size;
+	db_file_set_prov(db, pc->file_sha, pc->url, sha256);
+}
+
 int pypi_file_want(struct worker *w, int from, const struct db_file *f,
 		     const char *sha256, int metadata,
 		   struct fetcher_want *want, struct fetch_opts *o,
 		   char key[FLIGHT_KEY_MAX + 1], char url[2100], char sha[65])
 {
 	memset(want, 0, sizeof(*want));
-	want->content_type = metadata ? "text/plain; charset=utf-8" :
+	want->content_type = metadata == PYPI_PROVENANCE ? "application/json" :
+			     metadata ? "text/plain; charset=utf-8" :
 					"application/octet-stream";
 	worker_fetch_opts(w->conf, from, o);
 	want->opts = o;
 	want->size = -1;
+	if (metadata == PYPI_PROVENANCE) {
+		/* content-addressed once fetched; what it hashes to is not
+		 * known before (no page gives it), and it may change
+		 * upstream, so nothing is expected of the bytes */
+		snprintf(sha, 65, "%s", f->prov_sha);
+		flight_key(key, "prov:%s", sha256);
+		snprintf(url, 2100, "%s", f->provenance);
+		want->key = key;
+		want->url = url;
+		want->expect = "";
+		return *sha && send_stored(w, sha);
+	}
 	if (metadata) {
 		snprintf(sha, 65, "%s", f->meta_sha);
 		flight_key(key, "meta:%s", sha256);
@@ -243,12 +274,21 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 	struct fetch_opts fo;
 	struct db_file f;
 	char key[FLIGHT_KEY_MAX + 1], url[2100], sha[65], err[1024] = "";
+	struct prov_ctx pc;
 	size_t mark;
-	int rc, from, stored;
+	int rc, from, stored, kind;
 
 	from = pypi_find_file(w, rt->index, rt->sha256, rt->filename, &f);
 	if (from < 0) {
 		req_error(r, 404, "no page of this index lists that file");
+		return;
+	}
+	if (quarantine_refused(w, from, &f)) {
+		req_error(r, 403, "project is quarantined upstream (PEP 792)");
+		return;
+	}
+	if (rt->provenance && !*f.provenance) {
+		req_error(r, 404, "upstream lists no provenance for it");
 		return;
 	}
 	if (rt->metadata && !f.has_meta && !(*f.meta_sha &&
@@ -275,15 +315,24 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 			return;
 		}
 	}
-	stored = pypi_file_want(w, from, &f, rt->sha256, rt->metadata, &want, &fo,
+	kind = rt->provenance ? PYPI_PROVENANCE : rt->metadata;
+	stored = pypi_file_want(w, from, &f, rt->sha256, kind, &want, &fo,
 			   key, url, sha);
 	pg.index = w->conf->index[from].name;
 	pg.project = f.project;
-	if (!rt->metadata)
+	if (kind == 0)
 		metadata_watch(&want, rt->filename, &pg);
+	if (kind == PYPI_PROVENANCE) {
+		pc.file_sha = rt->sha256;
+		pc.url = f.provenance;
+		want.stored = provenance_stored;
+		want.ctx = &pc;
+		/* larder's URL stays when upstream's provenance changes */
+		o.cache_control = NULL;
+	}
 	o.content_type = want.content_type;
 	/* a file's size as its page said, unless the page said none */
-	o.have_size = !rt->metadata && f.size > 0;
+	o.have_size = kind == 0 && f.size > 0;
 	o.size = f.size;
 	if (stored) {
 		mark = req_header_mark(r);
@@ -311,7 +360,7 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 		head_uncached(r, &want);
 		return;
 	}
-	if (!rt->metadata &&
+	if (kind == 0 &&
 	    ranges_serve_cold(w, r, from, &f, rt->sha256, &want))
 		return;
 	rc = fetcher_serve(w, r, &want, sha, err, sizeof(err));

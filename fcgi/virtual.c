@@ -16,6 +16,7 @@
 #include "common/simple.h"
 #include "common/simple_merge.h"
 #include "fcgi/pages.h"
+#include "fcgi/quarantine.h"
 #include "fcgi/virtual.h"
 #include "storage/blob.h"
 #include "storage/lru.h"
@@ -187,8 +188,10 @@ static int merge_store(struct worker *w, const struct conf_index *ix,
 			simple_merge_drop(&pages[loaded], filter);
 	}
 	rc = simple_merge(pages, n, &merged);
-	if (!rc)
+	if (!rc) {
+		quarantine_note(&merged, p);
 		rc = simple_render_json(&merged, &json);
+	}
 	if (!rc)
 		rc = simple_render_html(&merged, &html);
 	if (!rc)

@@ -18,7 +18,7 @@
 #define STRINGIFY(x) STRINGIFY_(x)
 
 /* The schema this build reads and writes (PRAGMA user_version). */
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
 
 /* Every table as this version has it. Run under one write lock taken up
  * front: a deferred transaction that reads the schema and then wants to
@@ -39,6 +39,8 @@ static const char schema[] =
 	"  meta_sha TEXT NOT NULL,"
 	"  project TEXT NOT NULL DEFAULT '',"
 	"  upload_time INTEGER NOT NULL DEFAULT -1,"
+	"  provenance TEXT NOT NULL DEFAULT '',"
+	"  prov_sha TEXT NOT NULL DEFAULT '',"
 	"  PRIMARY KEY (idx, sha256, filename));"
 	"CREATE INDEX IF NOT EXISTS files_sha ON files (sha256);"
 	"CREATE TABLE IF NOT EXISTS flights ("
@@ -93,15 +95,17 @@ static const char from_v0[] =
 	"ALTER TABLE flights ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';"
 	"ALTER TABLE outcomes ADD COLUMN at INTEGER NOT NULL DEFAULT 0;";
 
-/* The columns schema 5 added to tables that were there before, each
- * added where it is missing. */
+/* The columns schemas 5 and 6 added to tables that were there before,
+ * each added where it is missing. */
 static const struct {
 	const char *table, *column, *decl;
-} added_v5[] = {
+} added_cols[] = {
 	{"pages", "held", "INTEGER NOT NULL DEFAULT 0"},
 	{"pages", "project_status", "TEXT NOT NULL DEFAULT ''"},
 	{"files", "project", "TEXT NOT NULL DEFAULT ''"},
 	{"files", "upload_time", "INTEGER NOT NULL DEFAULT -1"},
+	{"files", "provenance", "TEXT NOT NULL DEFAULT ''"},
+	{"files", "prov_sha", "TEXT NOT NULL DEFAULT ''"},
 };
 
 static const char *const sql[S_COUNT] = {
@@ -120,9 +124,10 @@ static const char *const sql[S_COUNT] = {
 	[S_PAGE_DELETE] = "DELETE FROM pages WHERE idx = ?1 AND project = ?2",
 	[S_CHECK] = "PRAGMA quick_check",
 	/* a metadata hash learnt after the fact (db_file_set_meta) stays
-	 * while the page still says the same of the metadata */
+	 * while the page still says the same of the metadata, and so does
+	 * the hash of a provenance fetched from a URL the page still lists */
 	[S_FILE_PUT] = "INSERT INTO files VALUES"
-		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, '')"
 		       " ON CONFLICT (idx, sha256, filename) DO UPDATE SET"
 		       " url = excluded.url, size = excluded.size,"
 		       " meta_sha = CASE WHEN excluded.meta_sha != '' THEN"
@@ -130,12 +135,17 @@ static const char *const sql[S_COUNT] = {
 		       " THEN meta_sha ELSE '' END,"
 		       " has_meta = excluded.has_meta,"
 		       " project = excluded.project,"
-		       " upload_time = excluded.upload_time",
+		       " upload_time = excluded.upload_time,"
+		       " prov_sha = CASE WHEN excluded.provenance = provenance"
+		       " THEN prov_sha ELSE '' END,"
+		       " provenance = excluded.provenance",
 	[S_FILE_GET] = "SELECT url, size, has_meta, meta_sha, project,"
-		       " upload_time FROM files"
+		       " upload_time, provenance, prov_sha FROM files"
 		       " WHERE idx = ?1 AND sha256 = ?2 AND filename = ?3",
 	[S_FILE_SET_META] = "UPDATE files SET meta_sha = ?2"
 			    " WHERE sha256 = ?1 AND meta_sha = ''",
+	[S_FILE_SET_PROV] = "UPDATE files SET prov_sha = ?3"
+			    " WHERE sha256 = ?1 AND provenance = ?2",
 	[S_FILE_DELETE] = "DELETE FROM files"
 			  " WHERE idx = ?1 AND sha256 = ?2 AND filename = ?3",
 	[S_FLIGHT_INSERT] = "INSERT OR IGNORE INTO flights"
@@ -283,19 +293,19 @@ static int has_column(struct db *db, const char *table, const char *name)
 	return found;
 }
 
-/* Adds the columns of added_v5 that an older store's tables lack. Returns
+/* Adds the columns of added_cols that an older store's tables lack. Returns
  * 0, or 1 when SQLite refused one. */
 static int add_columns(struct db *db)
 {
 	char alter[256];
 
-	for (size_t i = 0; i < sizeof(added_v5) / sizeof(added_v5[0]); i++) {
-		if (!has_table(db, added_v5[i].table) ||
-		    has_column(db, added_v5[i].table, added_v5[i].column))
+	for (size_t i = 0; i < sizeof(added_cols) / sizeof(added_cols[0]); i++) {
+		if (!has_table(db, added_cols[i].table) ||
+		    has_column(db, added_cols[i].table, added_cols[i].column))
 			continue;
 		snprintf(alter, sizeof(alter), "ALTER TABLE %s ADD COLUMN %s %s",
-			 added_v5[i].table, added_v5[i].column,
-			 added_v5[i].decl);
+			 added_cols[i].table, added_cols[i].column,
+			 added_cols[i].decl);
 		if (sqlite3_exec(db->conn, alter, NULL, NULL, NULL) != SQLITE_OK)
 			return 1;
 	}
@@ -330,7 +340,7 @@ static int schema_up(struct db *db)
 		if (v == 0 && has_table(db, "flights") &&
 		    sqlite3_exec(db->conn, from_v0, NULL, NULL, NULL) != SQLITE_OK)
 			break;
-		if (v < 5 && add_columns(db))
+		if (v < 6 && add_columns(db))
 			break;
 		if (sqlite3_exec(db->conn, schema, NULL, NULL, NULL) != SQLITE_OK ||
 		    sqlite3_exec(db->conn, "PRAGMA user_version = "
@@ -539,6 +549,7 @@ int db_unreferenced(struct db *db, char (*sha)[65], size_t n,
 		" AND sha256 NOT IN (SELECT html_sha FROM pages)"
 		" AND sha256 NOT IN (SELECT sha256 FROM files)"
 		" AND sha256 NOT IN (SELECT meta_sha FROM files)"
+		" AND sha256 NOT IN (SELECT prov_sha FROM files)"
 		" AND sha256 NOT IN (SELECT sha256 FROM garbage)"
 		" AND sha256 NOT IN (SELECT sha256 FROM oci_refs)"
 		" AND sha256 NOT IN (SELECT sha256 FROM oci_blobs)"

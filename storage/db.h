@@ -50,6 +50,11 @@ struct db_file {
 	char project[256];        /* normalised name of the project whose
 	                             page listed it, "" when not recorded */
 	long long upload_time;    /* unix seconds as the page said, -1 */
+	char provenance[2048];    /* PEP 740: the upstream URL of its
+	                             .provenance, "" when none was listed */
+	char prov_sha[65];        /* sha256 of the provenance last fetched
+	                             from it, "" before (db_file_put keeps it
+	                             while the URL stays the same) */
 };
 
 struct db_flight {
@@ -119,6 +124,11 @@ int db_file_put(struct db *db, const char *index, const char *sha256,
 /* Looks up a listed file. Returns 0, ENOENT, or EIO. */
 int db_file_get(struct db *db, const char *index, const char *sha256,
 		const char *filename, struct db_file *f);
+
+/* Records that the provenance of the file sha256 fetched from url (as
+ * the rows listing it say) is the blob prov_sha. Returns 0 or EIO. */
+int db_file_set_prov(struct db *db, const char *sha256, const char *url,
+		     const char *prov_sha);
 
 /* Forgets that index listed (sha256, filename). Returns 0 or EIO. */
 int db_file_delete(struct db *db, const char *index, const char *sha256,

@@ -152,6 +152,7 @@ int db_file_put(struct db *db, const char *index, const char *sha256,
 	BIND_TEXT(st, 7, f->meta_sha);
 	BIND_TEXT(st, 8, f->project);
 	sqlite3_bind_int64(st, 9, f->upload_time);
+	BIND_TEXT(st, 10, f->provenance);
 	return db_run(db, st, "file put");
 }
 
@@ -173,6 +174,8 @@ int db_file_get(struct db *db, const char *index, const char *sha256,
 	db_text(st, 3, f->meta_sha, sizeof(f->meta_sha));
 	db_text(st, 4, f->project, sizeof(f->project));
 	f->upload_time = sqlite3_column_int64(st, 5);
+	db_text(st, 6, f->provenance, sizeof(f->provenance));
+	db_text(st, 7, f->prov_sha, sizeof(f->prov_sha));
 	sqlite3_reset(st);
 	return 0;
 }
@@ -195,6 +198,17 @@ int db_file_set_meta(struct db *db, const char *sha256, const char *meta_sha)
 	BIND_TEXT(st, 1, sha256);
 	BIND_TEXT(st, 2, meta_sha);
 	return db_run(db, st, "file set meta");
+}
+
+int db_file_set_prov(struct db *db, const char *sha256, const char *url,
+		     const char *prov_sha)
+{
+	sqlite3_stmt *st = db_stmt(db, S_FILE_SET_PROV);
+
+	BIND_TEXT(st, 1, sha256);
+	BIND_TEXT(st, 2, url);
+	BIND_TEXT(st, 3, prov_sha);
+	return db_run(db, st, "file set provenance");
 }
 
 int db_garbage_add(struct db *db, const char *sha256, long long since)

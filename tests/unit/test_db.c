@@ -266,6 +266,63 @@ T(schema_2_upgrades)
 	CHECK_INT(bytes, 7);
 	CHECK_INT(count, 1);
 	db_close(db);
+	/* schema 5 had files without the provenance columns 6 added */
+	CHECK_INT(sqlite3_open(path, &raw), SQLITE_OK);
+	CHECK_INT(sqlite3_exec(raw, "ALTER TABLE files DROP COLUMN prov_sha;"
+			       "ALTER TABLE files DROP COLUMN provenance;"
+			       "PRAGMA user_version = 5", NULL, NULL, NULL),
+		  SQLITE_OK);
+	sqlite3_close(raw);
+	CHECK_INT(db_open(dir, &db), 0);
+	CHECK_INT(db_file_put(db, "pypi", sha, "six-1.whl",
+			      &(struct db_file){.url = "http://u/six-1.whl",
+						.provenance = "http://u/p"}),
+		  0);
+	db_close(db);
+	remove_db(dir);
+}
+
+/* A file's provenance: its URL as listed, the hash of what was fetched
+ * from it, kept across a refresh that lists the same URL and forgotten
+ * when the URL changes. */
+T(file_provenance)
+{
+	char dir[] = "/tmp/larder-test-db-XXXXXX", sha[65], prov[65];
+	struct db_file f = {.url = "http://u/a-1.whl", .size = 3,
+			    .provenance = "http://u/a-1.whl/provenance",
+			    .upload_time = -1}, got;
+	struct db *db = NULL;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp failed");
+		return;
+	}
+	snprintf(sha, sizeof(sha), "%064d", 1);
+	snprintf(prov, sizeof(prov), "%064d", 2);
+	CHECK_INT(db_open(dir, &db), 0);
+	CHECK_INT(db_file_put(db, "pypi", sha, "a-1.whl", &f), 0);
+	CHECK_INT(db_file_put(db, "other", sha, "a-1.whl", &f), 0);
+	CHECK_INT(db_file_get(db, "pypi", sha, "a-1.whl", &got), 0);
+	CHECK_STR(got.provenance, "http://u/a-1.whl/provenance");
+	CHECK_STR(got.prov_sha, "");
+	/* only rows that list that URL learn the hash */
+	CHECK_INT(db_file_set_prov(db, sha, "http://u/elsewhere", prov), 0);
+	CHECK_INT(db_file_get(db, "pypi", sha, "a-1.whl", &got), 0);
+	CHECK_STR(got.prov_sha, "");
+	CHECK_INT(db_file_set_prov(db, sha, f.provenance, prov), 0);
+	CHECK_INT(db_file_get(db, "other", sha, "a-1.whl", &got), 0);
+	CHECK_STR(got.prov_sha, prov);
+	f.size = 4; /* a refresh, same URL */
+	CHECK_INT(db_file_put(db, "pypi", sha, "a-1.whl", &f), 0);
+	CHECK_INT(db_file_get(db, "pypi", sha, "a-1.whl", &got), 0);
+	CHECK_STR(got.prov_sha, prov);
+	CHECK_INT(got.size, 4);
+	snprintf(f.provenance, sizeof(f.provenance), "http://u/new");
+	CHECK_INT(db_file_put(db, "pypi", sha, "a-1.whl", &f), 0);
+	CHECK_INT(db_file_get(db, "pypi", sha, "a-1.whl", &got), 0);
+	CHECK_STR(got.prov_sha, "");
+	CHECK_STR(got.provenance, "http://u/new");
+	db_close(db);
 	remove_db(dir);
 }
 
@@ -493,6 +550,7 @@ int main(void)
 	RUN(hosted_rows);
 	RUN(blob_rows);
 	RUN(schema_2_upgrades);
+	RUN(file_provenance);
 	RUN(open_race_on_fresh_store);
 	RUN(oci_rows);
 	RUN(open_does_not_wait_for_a_writer);

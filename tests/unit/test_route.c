@@ -36,7 +36,7 @@ struct parse_case {
 	int index;
 	const char *project;  /* SIMPLE_PROJECT */
 	const char *filename; /* FILE */
-	int metadata;
+	int metadata;         /* 1 .metadata, 2 .provenance */
 	const char *location; /* REDIRECT */
 };
 
@@ -72,9 +72,11 @@ static void check_case(const struct conf *c, const struct parse_case *tc,
 	if (tc->kind == ROUTE_FILE) {
 		CHECK_STR(r.sha256, SHA);
 		CHECK_STR(r.filename, tc->filename);
-		CHECK_INT(r.metadata, tc->metadata);
+		CHECK_INT(r.metadata, tc->metadata == 1);
+		CHECK_INT(r.provenance, tc->metadata == 2);
 	} else {
 		CHECK_INT(r.metadata, 0);
+		CHECK_INT(r.provenance, 0);
 	}
 	if (tc->location)
 		CHECK_STR(r.location, tc->location);
@@ -274,6 +276,13 @@ T(parse_files)
 		      "a.whl.metadata", 1),
 		FILE_("/pypi/files/" SHA "/a.METADATA", 0, "a.METADATA", 0),
 		FILE_("/pypi/files/" SHA "/metadata", 0, "metadata", 0),
+		FILE_("/pypi/files/" SHA "/" WHL ".provenance", 0, WHL, 2),
+		FILE_("/root/pypi/files/" SHA "/" WHL ".provenance", 1, WHL, 2),
+		FILE_("/pypi/files/" SHA "/a.whl.metadata.provenance", 0,
+		      "a.whl.metadata", 2),
+		FILE_("/pypi/files/" SHA "/a.whl.provenance.metadata", 0,
+		      "a.whl.provenance", 1),
+		FILE_("/pypi/files/" SHA "/provenance", 0, "provenance", 0),
 	};
 	static const struct parse_case bad[] = {
 		EI("GET", "/pypi/files/" SHA "/.metadata", 400,
@@ -295,6 +304,10 @@ T(parse_files)
 		EI("GET", "/pypi/files/" SHA "/a\"b.whl", 400, "bad file name",
 		   0),
 		EI("GET", "/pypi/files/" SHA "/a<b>.whl.metadata", 400,
+		   "bad file name", 0),
+		EI("GET", "/pypi/files/" SHA "/.provenance", 400,
+		   "bad file name", 0),
+		EI("GET", "/pypi/files/" SHA "/a<b>.whl.provenance", 400,
 		   "bad file name", 0),
 	};
 	struct conf c;
