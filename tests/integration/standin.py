@@ -9,16 +9,19 @@ Two HTTP servers in one process, as pypi.org and files.pythonhosted.org:
                If-None-Match -> 304, Cache-Control: max-age=600, Last-Modified;
                301 to the normalised, slashed URL; 404 for unknown projects.
                GET /_counters, POST /_reset, POST /_control (see below).
-  files port   GET/HEAD /packages/{sha[:2]}/{sha[2:4]}/{filename} and
-               {filename}.metadata, with Content-Length and single Range.
+  files port   GET/HEAD /packages/{sha[:2]}/{sha[2:4]}/{filename},
+               {filename}.metadata and {filename}.provenance, with
+               Content-Length and single Range.
 
 File URLs on the pages are absolute: http://{files_host}:{files_port}/packages/...
 so a cache has to trust a second host.
 
 The distributions come from a directory (see wheels.py): every *.whl and
 *.tar.gz; "{file}.metadata" beside one means it has PEP 658 metadata (served
-and advertised), "{file}.yanked" holds a yank reason. The directory is
-rescanned when it changes.
+and advertised), "{file}.provenance" a PEP 740 provenance object (served, and
+its URL advertised as "provenance" and data-provenance, on a page that then
+claims api-version 1.4), "{file}.yanked" holds a yank reason. The directory
+is rescanned when it changes.
 
 POST /_control takes a JSON object; every key is optional and replaces the
 current setting:
@@ -37,6 +40,11 @@ current setting:
    "ignore_range": bool,         answer file GETs with a Range 200 and the
                                  whole body (still counted in "ranges"),
                                  as a server without range support does
+   "project_status": {project: {"status": s, "reason": r}},
+                                 PEP 792 status of a project's page (api-version
+                                 1.4, the project-status object or meta tags);
+                                 a quarantined page lists no files, as
+                                 pypi.org's, while the files stay downloadable
    "faults": [rule, ...]}        fault rules (null or []: none), see below
 
 A fault rule is {"match": M, "kind": K, "times": N, ...}: it applies to a
@@ -245,6 +253,7 @@ class Catalog:
                 sha, meta = self._sha_cache[key]
                 mpath = path + ".metadata"
                 msha = sha256_file(mpath) if os.path.exists(mpath) else None
+                ppath = path + ".provenance"
                 ypath = path + ".yanked"
                 yanked = None
                 if os.path.exists(ypath):
@@ -266,6 +275,7 @@ class Catalog:
                     "requires_python": _header(meta, "Requires-Python"),
                     "metadata_sha256": msha,
                     "metadata_path": mpath if msha else None,
+                    "provenance_path": ppath if os.path.exists(ppath) else None,
                     "yanked": yanked,
                 }
                 files[fn] = info
@@ -292,6 +302,7 @@ class State:
         self.json_metadata_keys = list(JSON_METADATA_KEYS)
         self.sizes = {}
         self.ignore_range = False
+        self.project_status = {}
         self.faults = []     # rules, each with "left": requests it has left
         self.reset()
 
@@ -300,6 +311,7 @@ class State:
             self.requests = {}
             self.files = {}
             self.metadata = {}
+            self.provenance = {}
             self.conditional = 0
             self.not_modified = 0
             self.ranges = {}
@@ -315,6 +327,7 @@ class State:
                 "requests": dict(self.requests),
                 "files": dict(self.files),
                 "metadata": dict(self.metadata),
+                "provenance": dict(self.provenance),
                 "conditional": self.conditional,
                 "not_modified": self.not_modified,
                 "ranges": dict(self.ranges),
@@ -342,6 +355,9 @@ class State:
                 self.sizes = {str(k): int(v) for k, v in (body["sizes"] or {}).items()}
             if "ignore_range" in body:
                 self.ignore_range = bool(body["ignore_range"])
+            if "project_status" in body:
+                self.project_status = {normalise(str(k)): dict(v) for k, v in
+                                       (body["project_status"] or {}).items()}
             if "faults" in body:
                 self.faults = [_fault_rule(r) for r in body["faults"] or []]
                 self.fired = [0] * len(self.faults)
@@ -355,6 +371,7 @@ class State:
                 "json_metadata_keys": list(self.json_metadata_keys),
                 "sizes": dict(self.sizes),
                 "ignore_range": self.ignore_range,
+                "project_status": dict(self.project_status),
                 "faults": [{k: v for k, v in r.items() if k != "left"}
                            for r in self.faults],
             }
@@ -650,19 +667,24 @@ class FilesHandler(_Handler):
         state = self.app.state
         m = re.fullmatch(r"/packages/([0-9a-f]{2})/([0-9a-f]{2})/([^/]+)", path)
         info = None
-        metadata = False
+        metadata = prov = False
         if m:
             fn = m.group(3)
             if fn.endswith(".metadata"):
                 fn, metadata = fn[:-len(".metadata")], True
+            elif fn.endswith(".provenance"):
+                fn, prov = fn[:-len(".provenance")], True
             if not head:
-                table = state.metadata if metadata else state.files
+                table = (state.metadata if metadata else
+                         state.provenance if prov else state.files)
                 state.count(table, fn)
             self.app.catalog.refresh()
             info = self.app.catalog.files.get(fn)
             if info and not info["sha256"].startswith(m.group(1) + m.group(2)):
                 info = None
             if info and metadata and not info["metadata_path"]:
+                info = None
+            if info and prov and not info["provenance_path"]:
                 info = None
         rule = state.take_fault(path)
         if rule and rule["kind"] in FAULT_ANSWERS:
@@ -674,8 +696,10 @@ class FilesHandler(_Handler):
         if info is None:
             self._send(404, b"not found\n", head=head)
             return
-        fpath = info["metadata_path"] if metadata else info["path"]
-        name = info["filename"] + (".metadata" if metadata else "")
+        fpath = (info["metadata_path"] if metadata else
+                 info["provenance_path"] if prov else info["path"])
+        name = info["filename"] + (".metadata" if metadata else
+                                   ".provenance" if prov else "")
         try:
             f = open(fpath, "rb")
         except OSError:
@@ -718,8 +742,9 @@ class FilesHandler(_Handler):
             if cut_kind not in ("truncate", "reset", "stall_body"):
                 cut_kind = None
             self.send_response(code)
-            self.send_header("Content-Type", "application/octet-stream"
-                             if not metadata else "text/plain; charset=utf-8")
+            self.send_header("Content-Type", "text/plain; charset=utf-8"
+                             if metadata else "application/json" if prov
+                             else "application/octet-stream")
             self.send_header("Content-Length", str(length))
             self.send_header("Accept-Ranges", "bytes")
             self.send_header("ETag", '"%s"' % info["sha256"][:32])
@@ -837,11 +862,35 @@ class Standin:
         out.write("  </body>\n</html>\n")
         return out.getvalue().encode(), last
 
+    def project_status(self, project):
+        """The PEP 792 status a test set for project, or None."""
+        with self.state.lock:
+            st = self.state.project_status.get(project)
+        return dict(st) if st else None
+
+    def api_version(self, project):
+        """1.4 for a page with a status or a provenance (PEP 792, 740),
+        else 1.1 as before."""
+        p = self.catalog.projects[project]
+        if self.project_status(project) or any(i["provenance_path"] for i in p["files"]):
+            return "1.4"
+        return "1.1"
+
+    def listed(self, project):
+        """The files project's page lists: none when quarantined."""
+        st = self.project_status(project)
+        if st and st.get("status") == "quarantined":
+            return []
+        return self.catalog.projects[project]["files"]
+
     def project_json(self, project):
         p = self.catalog.projects[project]
         files = []
         versions = []
         for i in p["files"]:
+            if i["version"] not in versions:
+                versions.append(i["version"])
+        for i in self.listed(project):
             if i["version"] not in versions:
                 versions.append(i["version"])
             meta = {"sha256": i["metadata_sha256"]} if i["metadata_sha256"] else False
@@ -856,8 +905,15 @@ class Standin:
             })
             for key in self.state.json_metadata_keys:
                 files[-1][key] = meta
-        return {"meta": {"api-version": "1.1", "_last-serial": 1000 + len(files)},
-                "name": project, "versions": versions, "files": files}
+            if i["provenance_path"]:
+                files[-1]["provenance"] = self.file_url(i) + ".provenance"
+        doc = {"meta": {"api-version": self.api_version(project),
+                        "_last-serial": 1000 + len(files)},
+               "name": project, "versions": versions, "files": files}
+        st = self.project_status(project)
+        if st:
+            doc["project-status"] = st
+        return doc
 
     def render_project(self, project, fmt):
         p = self.catalog.projects[project]
@@ -865,11 +921,20 @@ class Standin:
         if fmt == JSON_V1:
             return (json.dumps(self.project_json(project)) + "\n").encode(), last
         out = io.StringIO()
+        st = self.project_status(project)
+        version = self.api_version(project)
         out.write('<!DOCTYPE html>\n<html>\n  <head>\n'
-                  '    <meta name="pypi:repository-version" content="1.0">\n'
-                  '    <title>Links for %s</title>\n  </head>\n  <body>\n'
+                  '    <meta name="pypi:repository-version" content="%s">\n'
+                  % ("1.0" if version == "1.1" else version))
+        if st:
+            out.write('    <meta name="pypi:project-status" content="%s">\n'
+                      % html.escape(st.get("status", "")))
+            if st.get("reason") is not None:
+                out.write('    <meta name="pypi:project-status-reason" content="%s">\n'
+                          % html.escape(st["reason"]))
+        out.write('    <title>Links for %s</title>\n  </head>\n  <body>\n'
                   '    <h1>Links for %s</h1>\n' % (html.escape(project), html.escape(project)))
-        for i in p["files"]:
+        for i in self.listed(project):
             attrs = ['href="%s#sha256=%s"' % (html.escape(self.file_url(i)), i["sha256"])]
             if i["requires_python"]:
                 attrs.append('data-requires-python="%s"' % html.escape(i["requires_python"]))
@@ -878,6 +943,9 @@ class Standin:
                 attrs.append('data-core-metadata="sha256=%s"' % i["metadata_sha256"])
             if i["yanked"] is not None:
                 attrs.append('data-yanked="%s"' % html.escape(i["yanked"]))
+            if i["provenance_path"]:
+                attrs.append('data-provenance="%s"'
+                             % html.escape(self.file_url(i) + ".provenance"))
             out.write("    <a %s>%s</a><br />\n" % (" ".join(attrs), html.escape(i["filename"])))
         out.write("  </body>\n</html>\n<!--SERIAL %d-->\n" % (1000 + len(p["files"])))
         return out.getvalue().encode(), last
