@@ -710,6 +710,9 @@ int html_parse_simple(const char *data, size_t len,
 	}
 	if (!e && ps.in_a)
 		e = close_link(&ps);
+	/* PEP 700: HTML has no versions list; JSON from 1.1 must */
+	if (!e)
+		e = simple_derive_versions(p);
 	if (!e && ps.status && !is_list)
 		e = simple_status_set(p, ps.status, strlen(ps.status),
 				      ps.reason,

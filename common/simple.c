@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/distname.h"
 #include "common/hex.h"
 #include "common/json.h"
 #include "common/names.h"
@@ -555,6 +556,68 @@ int simple_likely_metadata(const struct simple_page *p)
 		at = (int)i;
 	}
 	return at;
+}
+
+/* The version in file name fn of project (NULL when unknown) into out:
+ * an sdist's name part is the project's when it reads as it, so that
+ * "corp-lib-1.0.tar.gz" is 1.0, else what precedes its last '-'. */
+static int file_version(const char *fn, const char *project,
+			char out[DISTNAME_VERSION_MAX])
+{
+	char want[NAMES_MAX_PROJECT + 1], raw[NAMES_MAX_PROJECT + 1];
+	char got[NAMES_MAX_PROJECT + 1];
+	struct distname d;
+	size_t n, len = strlen(fn);
+
+	if (distname_parse(fn, &d))
+		return EINVAL;
+	memcpy(out, d.version, sizeof(d.version));
+	if (d.kind == DISTNAME_WHEEL || !project ||
+	    names_normalize(project, want, sizeof(want)))
+		return 0;
+	n = strlen(project);
+	if (n >= sizeof(raw) || n + 1 >= len || fn[n] != '-')
+		return 0;
+	memcpy(raw, fn, n);
+	raw[n] = '\0';
+	if (names_normalize(raw, got, sizeof(got)) || strcmp(got, want) != 0)
+		return 0;
+	len -= d.kind == DISTNAME_SDIST_TGZ ? 7 : 4;
+	if (len <= n + 1 || len - n - 1 >= DISTNAME_VERSION_MAX)
+		return 0;
+	memcpy(out, fn + n + 1, len - n - 1);
+	out[len - n - 1] = '\0';
+	return 0;
+}
+
+int simple_derive_versions(struct simple_page *p)
+{
+	char v[DISTNAME_VERSION_MAX];
+	size_t k;
+
+	if (p->is_list || p->versions)
+		return 0;
+	p->versions = calloc(p->nfiles ? p->nfiles : 1, sizeof(*p->versions));
+	if (!p->versions)
+		return ENOMEM;
+	for (size_t i = 0; i < p->nfiles; i++) {
+		if (!p->files[i].filename ||
+		    file_version(p->files[i].filename, p->name, v))
+			continue;
+		/* files come grouped by version: the last one first */
+		if (p->nversions && strcmp(p->versions[p->nversions - 1], v) == 0)
+			continue;
+		for (k = 0; k < p->nversions; k++)
+			if (strcmp(p->versions[k], v) == 0)
+				break;
+		if (k < p->nversions)
+			continue;
+		p->versions[p->nversions] = strdup(v);
+		if (!p->versions[p->nversions])
+			return ENOMEM;
+		p->nversions++;
+	}
+	return 0;
 }
 
 void simple_page_free(struct simple_page *p)

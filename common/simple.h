@@ -174,6 +174,13 @@ void simple_status_apply(struct simple_page *p);
  * is none (a project of platform wheels or sdists only). */
 int simple_likely_metadata(const struct simple_page *p);
 
+/* Gives a project page that has no versions list (an HTML page, or a
+ * JSON one below 1.1) the versions of its files' names, each once in
+ * order of appearance, so that its JSON rendering at 1.1 or later has the
+ * list PEP 700 requires. A name that reads as no wheel or sdist adds
+ * none. Returns 0 or ENOMEM. */
+int simple_derive_versions(struct simple_page *p);
+
 /* Frees what f owns and zeroes it. */
 void simple_file_free(struct simple_file *f);
 

@@ -493,8 +493,13 @@ int simple_parse_json(const char *data, size_t len, const struct simple_opts *o,
 	}
 	if (!claimed)
 		simple_api_version(NULL, p->api_version);
-	simple_status_apply(p);
+	/* a 1.1 page must have its versions list (PEP 700): one that left
+	 * it out gets its files' */
 	e = 0;
+	if (!is_list && simple_minor(p->api_version) >= 1)
+		e = simple_derive_versions(p);
+	if (!e)
+		simple_status_apply(p);
 	goto out;
 broken:
 	e = EINVAL;

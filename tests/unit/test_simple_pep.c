@@ -243,6 +243,56 @@ T(status_values)
 	simple_page_free(&p);
 }
 
+/* PEP 700 (1.1): versions, size and upload-time as upstream writes them;
+ * none of them in HTML; a page without a versions list (HTML) gets its
+ * files' versions, as a 1.1 JSON rendering must list them. */
+T(pep700_keys)
+{
+	static const char json[] =
+		"{\"meta\":{\"api-version\":\"1.1\"},\"name\":\"demo\","
+		"\"files\":[{\"filename\":\"demo-1.0.tar.gz\","
+		"\"url\":\"https://files.pythonhosted.org/p/demo-1.0.tar.gz\","
+		"\"hashes\":{\"sha256\":\"" SHA_A "\"},\"size\":0,"
+		"\"upload-time\":\"2024-01-02T03:04:05Z\"}],"
+		"\"versions\":[\"0.5\",\"1.0\",\"0.9\"]}";
+	static const char html[] =
+		"<meta name=\"pypi:repository-version\" content=\"1.1\">"
+		"<title>Links for Corp.Lib</title>"
+		"<a href=\"/p/corp-lib-1.0-1.tar.gz#sha256=" SHA_A "\">"
+		"corp-lib-1.0-1.tar.gz</a>"
+		"<a href=\"/p/corp_lib-1.0-py3-none-any.whl#sha256=" SHA_B "\">"
+		"corp_lib-1.0-py3-none-any.whl</a>"
+		"<a href=\"/p/corp_lib-2.0rc1-1-py3-none-any.whl#sha256=" SHA_B
+		"\">corp_lib-2.0rc1-1-py3-none-any.whl</a>"
+		"<a href=\"/p/corp-lib-1.0.tar.gz#sha256=" SHA_A "\">"
+		"corp-lib-1.0.tar.gz</a>"
+		"<a href=\"/p/corp-lib-1.0.exe#sha256=" SHA_A "\">"
+		"corp-lib-1.0.exe</a>";
+	struct simple_page p;
+	char *s;
+
+	CHECK_INT(parse(json, 0, &p), 0);
+	s = render(&p, 0);
+	/* the list as given, a version without files too; a size of 0 */
+	CHECK_CONTAINS(s, "\"versions\":[\"0.5\",\"1.0\",\"0.9\"]");
+	CHECK_CONTAINS(s, "\"size\":0,\"upload-time\":"
+			  "\"2024-01-02T03:04:05Z\"}");
+	free(s);
+	s = render(&p, 1);
+	CHECK(s && !strstr(s, "size") && !strstr(s, "upload") &&
+	      !strstr(s, "versions"));
+	free(s);
+	simple_page_free(&p);
+
+	CHECK_INT(parse(html, 1, &p), 0);
+	CHECK_INT(p.nfiles, 5);
+	CHECK_INT(p.nversions, 3);
+	s = render(&p, 0);
+	CHECK_CONTAINS(s, "\"versions\":[\"1.0-1\",\"1.0\",\"2.0rc1\"]");
+	free(s);
+	simple_page_free(&p);
+}
+
 /* A page of one file and the given status. */
 static void status_page(struct simple_page *p, const char *status,
 			const char *fn)
@@ -299,5 +349,6 @@ int main(void)
 	RUN(quarantined_lists_nothing);
 	RUN(status_values);
 	RUN(merge_status);
+	RUN(pep700_keys);
 	return t_done();
 }
