@@ -605,7 +605,8 @@ int simple_derive_versions(struct simple_page *p)
 		    file_version(p->files[i].filename, p->name, v))
 			continue;
 		/* files come grouped by version: the last one first */
-		if (p->nversions && strcmp(p->versions[p->nversions - 1], v) == 0)
+		if (p->nversions &&
+		    strcmp(p->versions[p->nversions - 1], v) == 0)
 			continue;
 		for (k = 0; k < p->nversions; k++)
 			if (strcmp(p->versions[k], v) == 0)

@@ -25,12 +25,12 @@
  * promises sizes and the versions list) is made only when every page made
  * it; its PEP 792 status the first page's that states one other than
  * active, quarantined only when every page is (a quarantined layer lists
- * no files, and the others' files stay on offer). A project list gets each normalised name once, spelt as the first
- * page listing it spells it, sorted by normalised name. out->dropped is
- * the sum of the pages'. The pages are left as they are; out copies what
- * it keeps. Returns 0, EINVAL (n is 0, or the pages are not of one kind),
- * or ENOMEM; on error out holds nothing to free, on success free it with
- * simple_page_free(). */
+ * no files, and the others' files stay on offer). A project list gets
+ * each normalised name once, spelt as the first page listing it spells
+ * it, sorted by normalised name. out->dropped is the sum of the pages'.
+ * The pages are left as they are; out copies what it keeps. Returns 0,
+ * EINVAL (n is 0, or the pages are not of one kind), or ENOMEM; on error
+ * out holds nothing to free, on success free it with simple_page_free(). */
 int simple_merge(const struct simple_page *in, size_t n,
 		 struct simple_page *out);
 

@@ -183,14 +183,14 @@ static void head_uncached(struct req *r, const struct fetcher_want *want)
 	req_start(r, 200);
 }
 
-/* Records, in the process that fetched it, which blob a file's
- * provenance turned out to be: the next request is served from the store
- * (db_file_put keeps it while the page lists the same URL). */
 struct prov_ctx {
 	const char *file_sha;  /* the file whose provenance it is */
 	const char *url;       /* where it came from */
 };
 
+/* Records, in the process that fetched it, which blob a file's
+ * provenance turned out to be: the next request is served from the store
+ * (db_file_put keeps it while the page lists the same URL). */
 static void provenance_stored(struct db *db, const char *sha256,
 			      long long size, void *ctx)
 {

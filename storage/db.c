@@ -299,7 +299,8 @@ static int add_columns(struct db *db)
 {
 	char alter[256];
 
-	for (size_t i = 0; i < sizeof(added_cols) / sizeof(added_cols[0]); i++) {
+	for (size_t i = 0; i < sizeof(added_cols) / sizeof(added_cols[0]);
+	     i++) {
 		if (!has_table(db, added_cols[i].table) ||
 		    has_column(db, added_cols[i].table, added_cols[i].column))
 			continue;
