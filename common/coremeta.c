@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/buf.h"
 #include "common/coremeta.h"
 
 static int is_blank(char ch)
@@ -164,4 +165,103 @@ int coremeta_parse(const char *buf, size_t len, struct coremeta *m, char *err,
 		}
 	}
 	return 0;
+}
+
+/* Appends the header's line s (n bytes, the first after its colon) to v
+ * as pkginfo unfolds it. */
+static int unfold(struct buf *v, int description, int first, const char *s,
+		  size_t n)
+{
+	if (description) {
+		if (!first && n >= 8 && strncmp(s, "        ", 8) == 0)
+			s += 8, n -= 8;
+		else if (!first && n >= 8 && strncmp(s, "       |", 8) == 0)
+			s += 8, n -= 8;
+		if (!first && buf_add(v, "\n", 1))
+			return E2BIG;
+		return buf_add(v, s, n);
+	}
+	while (n && is_blank(*s))
+		s++, n--;
+	while (n && is_blank(s[n - 1]))
+		n--;
+	if (!n)
+		return 0;
+	if (v->len && buf_add(v, " ", 1))
+		return E2BIG;
+	return buf_add(v, s, n);
+}
+
+/* Hands the header collected in v to fn, trailing space dropped. */
+static int emit(struct buf *v, const char *name, size_t nlen,
+		int (*fn)(const char *, size_t, const char *, void *),
+		void *ctx)
+{
+	while (v->len && (is_blank(v->data[v->len - 1]) ||
+			  v->data[v->len - 1] == '\n'))
+		v->data[--v->len] = '\0';
+	return fn(name, nlen, buf_str(v), ctx);
+}
+
+int coremeta_each(const char *buf, size_t len,
+		  int (*fn)(const char *name, size_t nlen, const char *value,
+			    void *ctx),
+		  void *ctx, size_t *body)
+{
+	const char *name = NULL;
+	size_t pos = 0, nlen = 0;
+	int description = 0, rc = 0;
+	struct buf v;
+
+	if (body)
+		*body = len;
+	if (!buf && len)
+		return EINVAL;
+	if (len && memchr(buf, '\0', len))
+		return EINVAL;
+	buf_init(&v, COREMETA_MAX_VALUE);
+	while (pos < len) {
+		const char *s = buf + pos, *nl, *colon;
+		size_t n, end;
+
+		nl = memchr(s, '\n', len - pos);
+		end = nl ? (size_t)(nl - s) : len - pos;
+		n = end > 0 && s[end - 1] == '\r' ? end - 1 : end;
+		pos += end + (nl ? 1 : 0);
+		if (n == 0)
+			break;
+		if (is_blank(s[0])) {
+			/* a value too long is cut, not refused */
+			if (name && unfold(&v, description, 0, s, n) == ENOMEM)
+				rc = ENOMEM;
+			if (rc)
+				goto out;
+			continue;
+		}
+		if (name && (rc = emit(&v, name, nlen, fn, ctx)))
+			goto out;
+		name = NULL;
+		buf_reset(&v);
+		colon = memchr(s, ':', n);
+		if (!colon || colon == s)
+			continue;
+		name = s;
+		nlen = (size_t)(colon - s);
+		description = nlen == 11 && strncasecmp(s, "Description", 11) == 0;
+		colon++;
+		while (colon < s + n && is_blank(*colon))
+			colon++;
+		if (unfold(&v, description, 1, colon, (size_t)(s + n - colon)) ==
+		    ENOMEM) {
+			rc = ENOMEM;
+			goto out;
+		}
+	}
+	if (name)
+		rc = emit(&v, name, nlen, fn, ctx);
+	if (body)
+		*body = pos;
+out:
+	buf_free(&v);
+	return rc;
 }

@@ -32,4 +32,23 @@ struct coremeta {
 int coremeta_parse(const char *buf, size_t len, struct coremeta *m, char *err,
                    size_t errlen);
 
+/* The most bytes coremeta_each() gives one header's value. */
+#define COREMETA_MAX_VALUE (4 << 20)
+
+/* Calls fn for each header of the metadata at buf (len bytes, CRLF or
+ * LF), in order, up to the first blank line: its name as written (nlen
+ * bytes, not NUL-terminated) and its value unfolded as pkginfo (and so
+ * twine and pypi.org) reads it: a Description keeps its lines, each less
+ * the 8 spaces or "       |" that fold it; any other header's lines are
+ * stripped and joined by one space. The value is a NUL-terminated string
+ * that lives until fn returns, cut at COREMETA_MAX_VALUE bytes. A line
+ * that is no header is skipped. When body is not NULL, *body is the
+ * offset of what follows the headers (the description of metadata 2.1).
+ * Returns 0, EINVAL when buf holds a NUL, ENOMEM, or the first non-zero
+ * value fn returned (which stops the walk). */
+int coremeta_each(const char *buf, size_t len,
+		  int (*fn)(const char *name, size_t nlen, const char *value,
+			    void *ctx),
+		  void *ctx, size_t *body);
+
 #endif

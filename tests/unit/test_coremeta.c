@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/coremeta.h"
@@ -232,8 +233,73 @@ T(filename_check)
 	CHECK_STR(d.version, "1.0-1");
 }
 
+struct seen {
+	char out[2048];
+	int stop_at; /* fn returns EINTR at this header, 0 never */
+	int n;
+};
+
+static int collect(const char *name, size_t nlen, const char *value,
+		   void *ctx)
+{
+	struct seen *s = ctx;
+	size_t len = strlen(s->out);
+
+	s->n++;
+	snprintf(s->out + len, sizeof(s->out) - len, "%.*s=[%s]\n", (int)nlen,
+		 name, value);
+	return s->n == s->stop_at ? EINTR : 0;
+}
+
+T(each)
+{
+	const char *s = "Metadata-Version: 2.1\r\n"
+			"Name: corp\r\n"
+			"License: line one\r\n"
+			"        line two  \r\n"
+			"Classifier: A :: B\r\n"
+			"Classifier: C\r\n"
+			"not a header\r\n"
+			"Description: first\r\n"
+			"        second\r\n"
+			"       |  indented\r\n"
+			"        \r\n"
+			"        last\r\n"
+			"Project-URL: Home, https://example.org/\r\n"
+			"\r\n"
+			"the body\n";
+	struct seen seen = {.stop_at = 0};
+	size_t body = 0;
+
+	CHECK_INT(coremeta_each(s, strlen(s), collect, &seen, &body), 0);
+	CHECK_STR(seen.out, "Metadata-Version=[2.1]\n"
+			    "Name=[corp]\n"
+			    "License=[line one line two]\n"
+			    "Classifier=[A :: B]\n"
+			    "Classifier=[C]\n"
+			    "Description=[first\nsecond\n  indented\n\nlast]\n"
+			    "Project-URL=[Home, https://example.org/]\n");
+	CHECK_STR(s + body, "the body\n");
+	/* fn's error stops the walk */
+	memset(&seen, 0, sizeof(seen));
+	seen.stop_at = 2;
+	CHECK_INT(coremeta_each(s, strlen(s), collect, &seen, NULL), EINTR);
+	CHECK_INT(seen.n, 2);
+	/* no blank line: the body is empty; a NUL is refused */
+	memset(&seen, 0, sizeof(seen));
+	CHECK_INT(coremeta_each("Name: a\nVersion: 1", 18, collect, &seen,
+				&body), 0);
+	CHECK_INT(body, 18);
+	CHECK_STR(seen.out, "Name=[a]\nVersion=[1]\n");
+	CHECK_INT(coremeta_each("Name: a\0", 9, collect, &seen, &body),
+		  EINVAL);
+	CHECK_INT(coremeta_each("", 0, collect, &seen, &body), 0);
+	CHECK_INT(body, 0);
+}
+
 int main(void)
 {
+	RUN(each);
 	RUN(headers);
 	RUN(bad_headers);
 	RUN(summary_cut_utf8);
