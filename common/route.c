@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -196,12 +197,17 @@ static void found(struct route *r, enum route_kind kind)
 	r->reason = "ok";
 }
 
-/* Makes r a 301 to /{index}/simple/{project}/ (project may be ""). */
-static void redirect(struct route *r, const char *index, const char *project)
+/* Makes r a 301 to the path fmt makes (a 400 when it does not fit). */
+static void moved(struct route *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void moved(struct route *r, const char *fmt, ...)
 {
-	int n = snprintf(r->location, sizeof(r->location), "/%s/simple/%s%s",
-			 index, project, *project ? "/" : "");
+	va_list ap;
+	int n;
 
+	va_start(ap, fmt);
+	n = vsnprintf(r->location, sizeof(r->location), fmt, ap);
+	va_end(ap);
 	if (n < 0 || (size_t)n >= sizeof(r->location)) {
 		r->location[0] = '\0';
 		fail(r, 400, "path too long");
@@ -210,6 +216,12 @@ static void redirect(struct route *r, const char *index, const char *project)
 	r->kind = ROUTE_REDIRECT;
 	r->status = 301;
 	r->reason = "moved permanently";
+}
+
+/* Makes r a 301 to /{index}/simple/{project}/ (project may be ""). */
+static void redirect(struct route *r, const char *index, const char *project)
+{
+	moved(r, "/%s/simple/%s%s", index, project, *project ? "/" : "");
 }
 
 /* A path is '/' and segments without control bytes, none of them "." or
@@ -393,11 +405,56 @@ static void route_release(struct route *r, enum route_kind kind,
 	found(r, kind);
 }
 
+/* rest is what follows "/{index}/pypi/": {project}/json or
+ * {project}/{version}/json, as pypi.org lays out its JSON API. */
+static void route_json(struct route *r, const char *index, const char *rest)
+{
+	const char *slash = strchr(rest, '/'), *vend = NULL;
+	char name[NAMES_MAX_PROJECT + 1];
+
+	if (!slash) {
+		fail(r, 404, "no such page");
+		return;
+	}
+	if (strcmp(slash + 1, "json") != 0) {
+		vend = strchr(slash + 1, '/');
+		if (!vend || strcmp(vend + 1, "json") != 0) {
+			fail(r, 404, "no such page");
+			return;
+		}
+	}
+	if (copy(name, sizeof(name), rest, (size_t)(slash - rest)) != 0 ||
+	    names_normalize(name, r->project, sizeof(r->project)) != 0) {
+		r->project[0] = '\0';
+		fail(r, 404, "no such project");
+		return;
+	}
+	if (vend) {
+		if (!version_ok(slash + 1, (size_t)(vend - slash - 1))) {
+			fail(r, 400, "bad version");
+			return;
+		}
+		memcpy(r->version, slash + 1, (size_t)(vend - slash - 1));
+		r->version[vend - slash - 1] = '\0';
+	}
+	if (strcmp(name, r->project) != 0) {
+		moved(r, "/%s/pypi/%s/%s%sjson", index, r->project, r->version,
+		      *r->version ? "/" : "");
+		return;
+	}
+	found(r, ROUTE_JSON);
+}
+
 /* Whether the path takes method: the methods of each kind of route. */
 static int method_ok(struct route *r, const char *method)
 {
 	switch (r->kind) {
 	case ROUTE_UPLOAD:
+		/* the index's root: its landing page, and uploads */
+		r->allow = "GET, HEAD, POST";
+		return method && (strcmp(method, "GET") == 0 ||
+				  strcmp(method, "HEAD") == 0 ||
+				  strcmp(method, "POST") == 0);
 	case ROUTE_YANK:
 	case ROUTE_UNYANK:
 		r->allow = "POST";
@@ -423,7 +480,7 @@ static int method_ok(struct route *r, const char *method)
 void route_parse(const struct conf *c, const char *method, const char *path,
 		 struct route *r)
 {
-	const char *index, *rest;
+	const char *index = "", *rest = "";
 	size_t namelen;
 
 	memset(r, 0, sizeof(*r));
@@ -434,8 +491,11 @@ void route_parse(const struct conf *c, const char *method, const char *path,
 		fail(r, 400, "bad path");
 		return;
 	}
-	if (strcmp(path, "/+health") == 0) {
-		found(r, ROUTE_HEALTH);
+	if (strcmp(path, "/+health") == 0 || strcmp(path, "/+api") == 0 ||
+	    strcmp(path, "/") == 0) {
+		found(r, path[1] == '+' && path[2] == 'h' ? ROUTE_HEALTH :
+			 path[1] == '+'                   ? ROUTE_API :
+							    ROUTE_HOME);
 		goto method;
 	}
 	if (strcmp(path, "/metrics") == 0 || strcmp(path, "/+stats") == 0 ||
@@ -456,6 +516,8 @@ void route_parse(const struct conf *c, const char *method, const char *path,
 		route_simple(r, index, rest + 8);
 	else if (strncmp(rest, "/files/", 7) == 0)
 		route_file(r, rest + 7);
+	else if (strncmp(rest, "/pypi/", 6) == 0)
+		route_json(r, index, rest + 6);
 	else if (strcmp(rest, "/") == 0 || !*rest)
 		found(r, ROUTE_UPLOAD);
 	else if (strncmp(rest, "/+yank/", 7) == 0)
@@ -469,14 +531,17 @@ void route_parse(const struct conf *c, const char *method, const char *path,
 method:
 	if (r->kind == ROUTE_ERROR)
 		return;
-	if (r->kind == ROUTE_UPLOAD && method &&
-	    (!strcmp(method, "GET") || !strcmp(method, "HEAD"))) {
-		/* the index root is only an upload URL (for now) */
-		fail(r, 404, "no such page");
-		return;
-	}
 	if (!method_ok(r, method)) {
 		r->location[0] = '\0';
 		fail(r, 405, "method not allowed");
+		return;
+	}
+	/* a read of the index's root is its landing page, at the slashed
+	 * path (an upload takes either) */
+	if (r->kind == ROUTE_UPLOAD && strcmp(method, "POST") != 0) {
+		if (*rest)
+			found(r, ROUTE_INDEX_HOME);
+		else
+			moved(r, "/%s/", index);
 	}
 }

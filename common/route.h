@@ -8,6 +8,10 @@
  *   /{index}/files/{sha256}/{filename}    a file
  *   /{index}/files/{sha256}/{filename}.metadata   its PEP 658 metadata
  *   /{index}/files/{sha256}/{filename}.provenance its PEP 740 provenance
+ *   /{index}/pypi/{project}/json          the JSON API, as on pypi.org
+ *   /{index}/pypi/{project}/{version}/json
+ *   GET /, /{index}/                      landing pages (HTML)
+ *   GET /+api                             the indexes and registries (JSON)
  *   POST /{index}/                        an upload (legacy API)
  *   POST /{index}/+yank/{project}/{version}, .../+unyank/...
  *   DELETE /{index}/+release/{project}/{version}[/{filename}]
@@ -39,6 +43,11 @@ enum route_kind {
 	ROUTE_UNYANK,         /* POST /{index}/+unyank/{project}/{version} */
 	ROUTE_REMOVE,         /* DELETE /{index}/+release/{project}/{version}
 	                         with filename "" for the whole release */
+	ROUTE_JSON,           /* GET /{index}/pypi/{project}[/{version}]/json,
+	                         version "" for the project's */
+	ROUTE_API,            /* GET /+api */
+	ROUTE_HOME,           /* GET / */
+	ROUTE_INDEX_HOME,     /* GET /{index}/ */
 };
 
 /* The longest version a route takes. */
@@ -56,7 +65,7 @@ struct route {
 	int metadata;               /* 1 for the .metadata sibling */
 	int provenance;             /* 1 for the .provenance sibling */
 	char location[ROUTE_MAX_PATH];         /* ROUTE_REDIRECT */
-	char version[ROUTE_MAX_VERSION + 1];   /* yank, unyank, remove */
+	char version[ROUTE_MAX_VERSION + 1];   /* yank, unyank, remove, json */
 	const char *allow;          /* the methods the path takes: for a 405's
 	                               Allow header */
 };
@@ -76,7 +85,8 @@ int route_request_path(const char *script_name, const char *path_info,
  * "HEAD", ...). Any "." or ".." segment, empty segment inside a name,
  * bad sha256 or unsafe file name is a 400 or 404; unknown index 404; a
  * method the path does not take (GET and HEAD for reads, POST for uploads,
- * yanks and unyanks, DELETE for removals) 405, with allow set. A project name that is not normalised,
+ * yanks and unyanks, DELETE for removals; an index's root takes GET, HEAD
+ * and POST) 405, with allow set. A project name that is not normalised,
  * or a directory path without its trailing '/', is a ROUTE_REDIRECT to the
  * canonical path. Always returns with r filled in. */
 void route_parse(const struct conf *c, const char *method, const char *path,

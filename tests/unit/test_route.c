@@ -167,7 +167,6 @@ T(parse_redirects)
 T(parse_not_found)
 {
 	static const struct parse_case cases[] = {
-		EI("GET", "/", 404, "no such index", -1),
 		EI("GET", "/nope", 404, "no such index", -1),
 		EI("GET", "/nope/simple/", 404, "no such index", -1),
 		EI("GET", "/simple/", 404, "no such index", -1),
@@ -178,13 +177,23 @@ T(parse_not_found)
 		EI("GET", "/Pypi/simple/", 404, "no such index", -1),
 		EI("GET", "/pypix/simple/", 404, "no such index", -1),
 		EI("GET", "/root/pypix/simple/", 404, "no such index", -1),
-		EI("GET", "/pypi", 404, "no such page", 0),
-		EI("GET", "/pypi/", 404, "no such page", 0),
-		EI("GET", "/root/pypi", 404, "no such page", 1),
-		EI("GET", "/root/pypi/", 404, "no such page", 1),
 		EI("GET", "/pypi/Simple/", 404, "no such page", 0),
 		EI("GET", "/pypi/simplex/", 404, "no such page", 0),
 		EI("GET", "/pypi/requests/json", 404, "no such page", 0),
+		EI("GET", "/pypi/pypi/requests", 404, "no such page", 0),
+		EI("GET", "/pypi/pypi/requests/", 404, "no such page", 0),
+		EI("GET", "/pypi/pypi/requests/json/", 404, "no such page", 0),
+		EI("GET", "/pypi/pypi/requests/1.0/json/", 404, "no such page",
+		   0),
+		EI("GET", "/pypi/pypi/requests/1.0/x/json", 404, "no such page",
+		   0),
+		EI("GET", "/pypi/pypi/requests/1.0", 404, "no such page", 0),
+		EI("GET", "/pypi/pypi/-x/json", 404, "no such project", 0),
+		EI("GET", "/pypi/pypi/json", 404, "no such page", 0),
+		EI("GET", "/pypi/pypi/requests/1%200/json", 400, "bad version",
+		   0),
+		EI("GET", "/+api/", 404, "no such index", -1),
+		EI("GET", "/+API", 404, "no such index", -1),
 		EI("GET", "/pypi/simple/requests/json", 404, "no such page", 0),
 		EI("GET", "/pypi/simple/requests/x/", 404, "no such page", 0),
 		EI("GET", "/pypi/simple/Requests/x", 404, "no such page", 0),
@@ -383,6 +392,10 @@ T(parse_methods)
 		"/pypi/simple",
 		"/pypi/files/" SHA "/" WHL,
 		"/pypi/files/" SHA "/" WHL ".metadata",
+		"/+api",
+		"/",
+		"/pypi/pypi/requests/json",
+		"/pypi/pypi/requests/1.0/json",
 	};
 	struct conf c;
 	struct route r;
@@ -405,9 +418,11 @@ T(parse_methods)
 	CHECK_INT(r.status, 404);
 	route_parse(&c, "POST", "/pypi/simple/-x/", &r);
 	CHECK_INT(r.status, 404);
-	/* the index root takes only uploads */
-	route_parse(&c, "GET", "/pypi/", &r);
-	CHECK_INT(r.status, 404);
+	/* the index root takes reads and uploads, nothing else */
+	route_parse(&c, "PATCH", "/pypi/", &r);
+	CHECK_INT(r.status, 405);
+	route_parse(&c, NULL, "/pypi/", &r);
+	CHECK_INT(r.status, 405);
 }
 
 T(parse_uploads_and_releases)
@@ -424,7 +439,7 @@ T(parse_uploads_and_releases)
 	CHECK_INT(r.index, 0);
 	route_parse(&c, "PUT", "/pypi/", &r);
 	CHECK_INT(r.status, 405);
-	CHECK_STR(r.allow, "POST");
+	CHECK_STR(r.allow, "GET, HEAD, POST");
 
 	route_parse(&c, "POST", "/pypi/+yank/Corp_Lib/1.0rc1", &r);
 	CHECK_INT(r.kind, ROUTE_YANK);
@@ -461,6 +476,51 @@ T(parse_uploads_and_releases)
 	CHECK_STR(r.allow, "DELETE");
 	/* reads say what they take */
 	route_parse(&c, "POST", "/pypi/simple/", &r);
+	CHECK_STR(r.allow, "GET, HEAD");
+}
+
+T(parse_api_and_landing)
+{
+	static const struct parse_case cases[] = {
+		{ "GET", "/", ROUTE_HOME, 200, NULL, -1, NULL, NULL, 0, NULL },
+		{ "HEAD", "/", ROUTE_HOME, 200, NULL, -1, NULL, NULL, 0, NULL },
+		{ "GET", "/+api", ROUTE_API, 200, NULL, -1, NULL, NULL, 0,
+		  NULL },
+		{ "GET", "/pypi/", ROUTE_INDEX_HOME, 200, NULL, 0, NULL, NULL,
+		  0, NULL },
+		{ "HEAD", "/root/pypi/", ROUTE_INDEX_HOME, 200, NULL, 1, NULL,
+		  NULL, 0, NULL },
+		REDIR("/pypi", 0, "/pypi/"),
+		REDIR("/root/pypi", 1, "/root/pypi/"),
+		E("POST", "/", 405, "method not allowed"),
+		E("DELETE", "/+api", 405, "method not allowed"),
+		REDIR("/pypi/pypi/Requests/json", 0, "/pypi/pypi/requests/json"),
+		REDIR("/root/pypi/pypi/Zope.Interface/5.0/json", 1,
+		      "/root/pypi/pypi/zope-interface/5.0/json"),
+		E("POST", "/pypi/pypi/requests/json", 405,
+		  "method not allowed"),
+	};
+	struct conf c;
+	struct route r;
+
+	make_conf(&c);
+	RUN_CASES(&c, cases);
+	route_parse(&c, "GET", "/root/pypi/pypi/requests/json", &r);
+	CHECK_INT(r.kind, ROUTE_JSON);
+	CHECK_INT(r.index, 1);
+	CHECK_STR(r.project, "requests");
+	CHECK_STR(r.version, "");
+	route_parse(&c, "HEAD", "/pypi/pypi/requests/2.31.0/json", &r);
+	CHECK_INT(r.kind, ROUTE_JSON);
+	CHECK_STR(r.project, "requests");
+	CHECK_STR(r.version, "2.31.0");
+	route_parse(&c, "GET", "/pypi/pypi/requests/1!2.0+local_x/json", &r);
+	CHECK_INT(r.kind, ROUTE_JSON);
+	CHECK_STR(r.version, "1!2.0+local_x");
+	/* an upload still goes to the root, slashed or not */
+	route_parse(&c, "POST", "/pypi/", &r);
+	CHECK_INT(r.kind, ROUTE_UPLOAD);
+	route_parse(&c, "PUT", "/", &r);
 	CHECK_STR(r.allow, "GET, HEAD");
 }
 
@@ -990,6 +1050,7 @@ int main(void)
 	RUN(request_path_servers);
 	RUN(request_path_decoding);
 	RUN(parse_uploads_and_releases);
+	RUN(parse_api_and_landing);
 	RUN(request_path_rejects);
 	RUN(request_path_lengths);
 	RUN(end_to_end_traversal);
