@@ -8,7 +8,9 @@
 #include "fcgi/auth.h"
 #include "fcgi/dispatch.h"
 #include "fcgi/hosted.h"
+#include "fcgi/landing.h"
 #include "fcgi/oci.h"
+#include "fcgi/pyapi.h"
 #include "fcgi/pypi.h"
 #include "fcgi/status.h"
 #include "fcgi/upload.h"
@@ -70,7 +72,7 @@ static int read_refused(struct worker *w, struct req *r,
 
 	if (rt->kind == ROUTE_SIMPLE_LIST)
 		project[0] = '\0';
-	else if (rt->kind == ROUTE_SIMPLE_PROJECT)
+	else if (rt->kind == ROUTE_SIMPLE_PROJECT || rt->kind == ROUTE_JSON)
 		snprintf(project, sizeof(project), "%s", rt->project);
 	else if (pypi_find_file(w, rt->index, rt->sha256, rt->filename,
 				&f) >= 0 && *f.project)
@@ -133,6 +135,21 @@ static void route(struct worker *w, struct req *r)
 		if (w->read_token[rt.index] && read_refused(w, r, &rt))
 			break;
 		pypi_file(w, r, &rt);
+		break;
+	case ROUTE_JSON:
+		r->stat_kind = STATS_PAGE;
+		if (w->read_token[rt.index] && read_refused(w, r, &rt))
+			break;
+		pyapi_serve(w, r, &rt);
+		break;
+	case ROUTE_API:
+		landing_api(w, r);
+		break;
+	case ROUTE_HOME:
+		landing_home(w, r);
+		break;
+	case ROUTE_INDEX_HOME:
+		landing_index(w, r, rt.index);
 		break;
 	case ROUTE_UPLOAD:
 		upload_serve(w, r, &rt);

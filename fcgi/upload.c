@@ -427,7 +427,8 @@ void upload_serve(struct worker *w, struct req *r, const struct route *rt)
 	long long max;
 
 	if (target < 0) {
-		req_header(r, "Allow", "%s", ""); /* nothing here takes one */
+		/* the path still takes reads: its landing page */
+		req_header(r, "Allow", "GET, HEAD");
 		req_error(r, 405, "not a hosted index: upload to a hosted "
 			  "index, or a virtual index over one");
 		return;
