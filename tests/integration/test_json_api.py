@@ -11,6 +11,7 @@ import hashlib
 import html.parser
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -208,6 +209,13 @@ def test_hosted_and_virtual(hosted, tmp_path):
     assert d["info"]["version"] == "1.1"
     assert d["urls"][0]["url"].startswith(st.base + "/root/pypi/files/")
     assert api(st, "/root/private/pypi/larder-demo-a/json").status == 404
+    # the documents' rows are pages fsck understands: nothing dangling,
+    # nothing unreferenced (the replaced document is noted as garbage)
+    p = subprocess.run([st.larder.binary, "fsck", "-c", st.larder.conf],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       env=stackmod.clean_env())
+    assert p.returncode == 0, p.stdout
+    assert b" 0 unreferenced" in p.stdout and b"dangling page" not in p.stdout, p.stdout
 
 
 # ---------------------------------------------------------------- /+api, landing pages
