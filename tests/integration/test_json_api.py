@@ -303,3 +303,34 @@ def test_landing_pages(hosted):
     assert api(st, "/", headers={"Host": "<x>"}).status == 200
     # escaped: an upstream URL's user:password is not shown at all
     assert "@" not in api(st, "/+api").body.decode()
+
+
+TOKEN_CONF = """
+[index "team/pypi"]
+type = virtual
+layers = pypi
+read = token
+"""
+
+
+@pytest.mark.stack(larder_extra_text=TOKEN_CONF)
+def test_read_token_index(stack):
+    path = "/team/pypi/pypi/larder-demo-a/json"
+    before = upstream_total(stack)
+    r = api(stack, path)
+    assert r.status == 401, r
+    assert upstream_total(stack) == before, "a refused client made larder fetch"
+    tok = up.token_add(stack.larder, "team/pypi", "read", projects=["larder-demo-*"])
+    d = doc(stack, path, headers=up.basic(tok))
+    assert d["info"]["version"] == "1.1"
+    r = api(stack, path, headers=up.basic(tok))
+    assert "private" in r.header("Cache-Control", ""), r.header("Cache-Control")
+    # a token for some projects reads no others
+    r = api(stack, "/team/pypi/pypi/larder-demo-c/json", headers=up.basic(tok))
+    assert r.status == 200
+    tok2 = up.token_add(stack.larder, "team/pypi", "read", projects=["other-*"])
+    assert api(stack, path, headers=up.basic(tok2)).status in (401, 403)
+    # the listing shows the index, and nothing it holds
+    ix = {i["name"]: i for i in doc(stack, "/+api")["indexes"]}
+    assert ix["team/pypi"]["read"] == "token"
+    assert "larder-demo" not in api(stack, "/team/pypi/").body.decode()
