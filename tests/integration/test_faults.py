@@ -1315,6 +1315,8 @@ def _hostile_paths(sha, fn):
         "/root/pypi/files/%s/{s}/{s}/etc/passwd" % hex64,
         "/root/pypi/files/%s/%s{s}" % (sha, fn),
         "/root/pypi/files/%s/%s.metadata{s}" % (sha, fn),
+        "/root/pypi/pypi/{s}/json",                         # JSON API
+        "/root/pypi/pypi/larder-demo-a/{s}/json",
     ]
     for group in segs.values():
         for s in group:
@@ -1358,10 +1360,11 @@ def _names(sha, fn):
                "%61" * 64, sha[:63] + "G", "0" * 65, "0" * 128]
     for s in bad_sha:
         out += ["/root/pypi/files/%s/%s" % (s, fn), "/root/pypi/files/%s/%s.metadata" % (s, fn)]
-    unknown = ["/", "/root", "/root/", "/root/pypi", "/root/pypi/", "/root/pypi/nothing",
+    # (/, /{index} and /{index}/ are landing pages now)
+    unknown = ["/root", "/root/", "/root/pypi/nothing",
                "/root/pypi/simple/larder-demo-a/extra", "/root/pypi/simple/a/b/c/",
                "/root/pypi/files/", "/root/pypi/files/%s" % sha, "/root/pypi/files/%s/" % sha,
-               "/root/pypi/files/%s/%s/extra" % (sha, fn), "/pypi", "/nosuch/simple/",
+               "/root/pypi/files/%s/%s/extra" % (sha, fn), "/nosuch/simple/",
                "/nosuch/simple/larder-demo-a/", "/+health/x", "/root/pypi/+simple/",
                "/root/pypi/SIMPLE/larder-demo-a/", "/root/pypi/Files/%s/%s" % (sha, fn),
                "/.env", "/.git/config", "/larder.db", "/larder.conf", "/tmp/", "/blobs/",
