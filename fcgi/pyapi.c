@@ -216,16 +216,21 @@ void pyapi_serve(struct worker *w, struct req *r, const struct route *rt)
 	snprintf(key, sizeof(key), "%s%s%s/json %s", rt->project,
 		 b.version ? "/" : "", b.version ? b.version : "", b.base);
 again:
+	/* no prefetch and no refresh after the answer here: the document
+	 * is built from the page as pages_get() has it now */
 	w->hint.index = -1;
+	w->revalidate.index = -1;
+	w->revalidate.can_defer = 0;
 	rc = pages_get(w, rt->index, rt->project, &page, &r->cache, b.err,
 		       sizeof(b.err));
 	w->hint.index = -1;
+	w->revalidate.index = -1;
 	if (rc == ENOENT) {
 		not_found(r);
 		goto out;
 	}
 	if (rc) {
-		req_error(r, 502, b.err);
+		req_error(r, rc == ENETDOWN ? 503 : 502, b.err);
 		goto out;
 	}
 	b.page = &page;
@@ -240,11 +245,15 @@ again:
 			goto out;
 		}
 		if (rc) {
-			req_error(r, 502, b.err);
+			/* an offline index without the metadata: 503 */
+			req_error(r, rc == ENETDOWN ? 503 : 502, b.err);
 			goto out;
 		}
 		r->cache = "MISS";
 	}
+	/* what the cooldown left out of the page is left out here too */
+	if (page.held > 0)
+		req_header(r, "X-Larder-Held-Back", "%ld", page.held);
 	o.expires = page.fetched_at + page.ttl;
 	if (o.expires <= time(NULL))
 		o.expires = 1; /* stale: a date in the past */

@@ -334,3 +334,23 @@ def test_read_token_index(stack):
     ix = {i["name"]: i for i in doc(stack, "/+api")["indexes"]}
     assert ix["team/pypi"]["read"] == "token"
     assert "larder-demo" not in api(stack, "/team/pypi/").body.decode()
+
+
+@pytest.mark.stack(larder_extra={"exclude_newer": "2024-01-02T03:30:00Z"})
+def test_cooldown_holds_back_here_too(stack):
+    """A file the cooldown leaves out of the page (A11, an hour after A10)
+    is not in the JSON API either, nor is its release the latest."""
+    r = api(stack, "/pypi/pypi/larder-demo-a/json")
+    assert r.status == 200, r
+    page = stack.get("/pypi/simple/larder-demo-a/", accept=PIP_ACCEPT)
+    assert r.header("X-Larder-Held-Back") == page.header("X-Larder-Held-Back") == "1"
+    for d in (r.json(), doc(stack, "/root/pypi/pypi/larder-demo-a/json")):
+        assert d["info"]["version"] == "1.0"
+        assert [f["filename"] for f in d["urls"]] == [A10]
+        assert d["releases"].get("1.1", []) == []
+    d = r.json()
+    assert d["info"]["version"] == "1.0"
+    assert [f["filename"] for f in d["urls"]] == [A10]
+    assert d["releases"].get("1.1", []) == []
+    r = api(stack, "/root/pypi/pypi/larder-demo-a/1.1/json")
+    assert r.status == 404 or r.json()["urls"] == [], r
