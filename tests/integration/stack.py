@@ -609,6 +609,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
             add_header ETag $upstream_http_etag;
             add_header Vary $upstream_http_vary;
             add_header X-Larder-Cache $upstream_http_x_larder_cache;
+            add_header X-Larder-Held-Back $upstream_http_x_larder_held_back;
             # registries: the digest, the API version and a tag list's next page
             add_header Docker-Content-Digest $upstream_http_docker_content_digest;
             add_header Docker-Distribution-API-Version
