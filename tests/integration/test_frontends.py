@@ -276,12 +276,20 @@ def test_no_way_into_the_data_dir(fe_env):
     data_rel = os.path.relpath(fe.data_dir, fe.dir)
     probes = ["/_larder/" + rel, "/" + rel, "/%s/%s" % (data_rel, rel), "/larder.db",
               "/%s/larder.db" % data_rel, "/_larder/larder.db", "/larder.conf",
-              "/fetch.log", "/.htaccess", "/larder.cgi", "/larder.cgi/" + rel,
+              "/fetch.log", "/.htaccess", "/larder.cgi/" + rel,
               "/root/pypi/files/%s/..%%2f..%%2flarder.db" % d["sha256"]]
     for p in probes:
         r = raw_request(fe.port, p)
         assert 400 <= r.status <= 499, (p, r, r.body[:200])
         assert d["data"][:64] not in r.body and b"SQLite format" not in r.body, p
+    # the mount's root (a CGI's own URL) is larder's landing page, never
+    # the script's bytes
+    for p in ("/larder.cgi", "/larder.cgi/"):
+        r = raw_request(fe.port, p)
+        if r.status == 200:
+            assert r.body.startswith(b"<!DOCTYPE html>"), (p, r.body[:100])
+        else:
+            assert 300 <= r.status <= 499, (p, r)
 
 
 @kinds(ALL)
