@@ -17,6 +17,10 @@
 
 /* The most bytes of core metadata read into "info". */
 #define MAX_METADATA (8L << 20)
+/* The most base URLs (scheme, Host, mount) a document is kept for: any
+ * further one is built and answered, not stored, so that clients making
+ * up Host values cannot fill the store. */
+#define MAX_BASES 4
 
 /* pypi.org's answer for what it does not have. */
 static void not_found(struct req *r)
@@ -35,6 +39,8 @@ struct build {
 	const char *version;          /* normal form, NULL: the latest */
 	const char *base;             /* scheme://host[:port]{mount} */
 	char sha[65];                 /* the document's blob */
+	int unstored;                 /* keep it in doc, not the store */
+	struct buf doc;               /* then: the document */
 	int status;                   /* on failure: 404 or 502 */
 	char err[1024];
 };
@@ -175,7 +181,12 @@ static int build(struct build *b, const char *ix, const char *key,
 			 "%s", project, strerror(rc));
 		goto out;
 	}
-	rc = store(b, ix, key, &doc, old, have);
+	if (b->unstored) {
+		b->doc = doc;
+		buf_init(&doc, 0);
+	} else {
+		rc = store(b, ix, key, &doc, old, have);
+	}
 out:
 	if (rc && b->status == 502)
 		log_warn(rc, project, "JSON API: %s", b->err);
@@ -194,7 +205,7 @@ void pyapi_serve(struct worker *w, struct req *r, const struct route *rt)
 	struct send_opts o = {.content_type = "application/json"};
 	struct build b = {.w = w, .rt = rt};
 	char version[DISTNAME_VERSION_MAX], ix[CONF_MAX_NAME + 8];
-	char key[ROUTE_MAX_PATH * 3];
+	char key[ROUTE_MAX_PATH * 3], prefix[ROUTE_MAX_PATH + 200];
 	struct db_page page, row;
 	struct buf base;
 	int rc, have, retried = 0;
@@ -213,8 +224,9 @@ void pyapi_serve(struct worker *w, struct req *r, const struct route *rt)
 	}
 	b.base = buf_str(&base);
 	snprintf(ix, sizeof(ix), "%s/+json", index);
-	snprintf(key, sizeof(key), "%s%s%s/json %s", rt->project,
-		 b.version ? "/" : "", b.version ? b.version : "", b.base);
+	snprintf(prefix, sizeof(prefix), "%s%s%s/json ", rt->project,
+		 b.version ? "/" : "", b.version ? b.version : "");
+	snprintf(key, sizeof(key), "%s%s", prefix, b.base);
 again:
 	/* no prefetch and no refresh after the answer here: the document
 	 * is built from the page as pages_get() has it now */
@@ -239,6 +251,13 @@ again:
 	    send_stored(w, row.json_sha)) {
 		memcpy(b.sha, row.json_sha, sizeof(b.sha));
 	} else {
+		long bases = 0;
+
+		/* the rows of this document for other bases than this one */
+		b.unstored = !have &&
+			     db_page_count_prefix(w->db, ix, prefix, &bases) ==
+				     0 &&
+			     bases >= MAX_BASES;
 		rc = build(&b, ix, key, &row, have);
 		if (rc == ENOENT) {
 			not_found(r);
@@ -258,6 +277,12 @@ again:
 	if (o.expires <= time(NULL))
 		o.expires = 1; /* stale: a date in the past */
 	o.whole = r->cache && strcmp(r->cache, "STALE") == 0;
+	if (b.unstored) {
+		req_header(r, "Cache-Control", "no-store");
+		req_reply(r, 200, "application/json", b.doc.data, b.doc.len);
+		buf_free(&b.doc);
+		goto out;
+	}
 	rc = send_blob(w, r, b.sha, &o);
 	if (rc == ENOENT && !retried) {
 		/* evicted between the look and the open: build it again */

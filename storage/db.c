@@ -122,6 +122,8 @@ static const char *const sql[S_COUNT] = {
 		       " fetched_at, ttl, json_sha, html_sha, held,"
 		       " project_status FROM pages",
 	[S_PAGE_DELETE] = "DELETE FROM pages WHERE idx = ?1 AND project = ?2",
+	[S_PAGE_COUNT_PREFIX] = "SELECT count(*) FROM pages WHERE idx = ?1"
+				" AND substr(project, 1, length(?2)) = ?2",
 	[S_CHECK] = "PRAGMA quick_check",
 	/* a metadata hash learnt after the fact (db_file_set_meta) stays
 	 * while the page still says the same of the metadata, and so does

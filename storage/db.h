@@ -103,6 +103,11 @@ int db_page_each(struct db *db,
 			    const struct db_page *p, void *ctx),
 		 void *ctx);
 
+/* Counts the page rows of index whose project starts with prefix into
+ * *n. Returns 0 or EIO. */
+int db_page_count_prefix(struct db *db, const char *index, const char *prefix,
+			 long *n);
+
 /* Forgets a page; the next request fetches it again. Returns 0 or EIO. */
 int db_page_delete(struct db *db, const char *index, const char *project);
 

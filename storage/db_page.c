@@ -54,6 +54,22 @@ int db_page_put(struct db *db, const char *index, const char *project,
 	return db_run(db, st, "page put");
 }
 
+int db_page_count_prefix(struct db *db, const char *index, const char *prefix,
+			 long *n)
+{
+	sqlite3_stmt *st = db_stmt(db, S_PAGE_COUNT_PREFIX);
+	int err;
+
+	BIND_TEXT(st, 1, index);
+	BIND_TEXT(st, 2, prefix);
+	err = db_row(db, st, "page count");
+	if (err)
+		return err;
+	*n = (long)sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return 0;
+}
+
 int db_page_touch(struct db *db, const char *index, const char *project,
 		  long long fetched_at, long ttl)
 {

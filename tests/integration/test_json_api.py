@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 
+import sqlite3
 import pytest
 
 import stack as stackmod
@@ -160,6 +161,26 @@ def test_two_names_two_documents(stack):
     assert a["urls"][0]["url"] != b["urls"][0]["url"]
     # and each stays itself once cached
     assert doc(stack, path) == a
+
+
+def test_made_up_hosts_are_not_stored(stack):
+    """A document is kept for four base URLs at most: clients making up
+    Host values get a right answer, and nothing more is stored."""
+    path = "/pypi/pypi/larder-demo-a/json"
+    for i in range(7):
+        r = api(stack, path, headers={"Host": "made-up-%d.example" % i})
+        assert r.status == 200, r
+        d = r.json()
+        assert d["urls"][0]["url"].startswith("http://made-up-%d.example" % i), d["urls"][0]["url"]
+        if i >= 4:
+            assert r.header("Cache-Control") == "no-store", r.headers
+    db = sqlite3.connect(os.path.join(stack.larder.data_dir, "larder.db"))
+    try:
+        (rows,) = db.execute("SELECT count(*) FROM pages WHERE idx = 'pypi/+json'"
+                             " AND project LIKE 'larder-demo-a/json %'").fetchone()
+    finally:
+        db.close()
+    assert rows == 4, rows
 
 
 # ---------------------------------------------------------------- hosted, virtual
