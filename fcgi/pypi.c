@@ -10,6 +10,7 @@
 #include "common/cooldown.h"
 #include "common/log.h"
 #include "fcgi/fetcher.h"
+#include "fcgi/listing.h"
 #include "fcgi/metadata.h"
 #include "fcgi/pages.h"
 #include "fcgi/pypi.h"
@@ -280,8 +281,17 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 
 	from = pypi_find_file(w, rt->index, rt->sha256, rt->filename, &f);
 	if (from < 0) {
-		req_error(r, 404, "no page of this index lists that file");
-		return;
+		/* listed by a page another node fetched (fcgi/listing.h) */
+		rc = listing_fetch(w, rt->index, rt->sha256, rt->filename, &f,
+				   &from, err, sizeof(err));
+		if (rc == ENOENT) {
+			req_error(r, 404, "no page of this index lists that file");
+			return;
+		}
+		if (rc) {
+			req_error(r, 502, err);
+			return;
+		}
 	}
 	if (quarantine_refused(w, from, &f)) {
 		req_error(r, 403, "project is quarantined upstream (PEP 792)");
