@@ -40,6 +40,6 @@ $sudo apt-get update -q >/dev/null
 $sudo apt-get install -y -q --no-install-recommends $missing >/dev/null
 # Debian starts the servers it installs where it can; the tests start
 # their own on their own ports, so stop the system ones.
-for s in nginx apache2 lighttpd; do
+for s in nginx apache2 lighttpd haproxy; do
 	$sudo service "$s" stop >/dev/null 2>&1 || true
 done

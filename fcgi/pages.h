@@ -1,11 +1,13 @@
 /* pages: cached simple pages, kept fresh from upstream.
  *
  * A page is fresh for min(cache_ttl, upstream max-age) after it was
- * fetched; then it is revalidated (If-None-Match / If-Modified-Since, a 304
- * renews it); when upstream fails it is served stale for up to max_stale.
- * An upstream 404 is remembered for negative_ttl. Refreshes go through a
- * single-flight gate, so a burst for one stale page costs one upstream
- * request. Renderings are stored as blobs, so a warm page is a lookup.
+ * fetched (an upstream's Expires - Date when it sends no max-age, as
+ * another larder does); then it is revalidated (If-None-Match /
+ * If-Modified-Since, a 304 renews it); when upstream fails it is served
+ * stale for up to max_stale. An upstream 404 is remembered for
+ * negative_ttl. Refreshes go through a single-flight gate, so a burst for
+ * one stale page costs one upstream request. Renderings are stored as
+ * blobs, so a warm page is a lookup.
  */
 #ifndef LARDER_PAGES_H
 #define LARDER_PAGES_H

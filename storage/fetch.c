@@ -120,6 +120,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 		h->answered = 1;
 		h->retry_after = -1;
 		h->range_start = h->range_total = -1;
+		h->expires = h->date = 0;
 		if (r) {
 			r->etag[0] = r->last_modified[0] = '\0';
 			r->content_type[0] = '\0';
@@ -138,6 +139,11 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 		h->range_start = h->range_total = -1;
 	if (!r)
 		return len;
+	if (header_value(p, len, "expires", v, sizeof(v)))
+		h->expires = curl_getdate(v, NULL);
+	if (header_value(p, len, "date", v, sizeof(v)) &&
+	    (h->date = curl_getdate(v, NULL)) < 0)
+		h->date = 0;
 	header_value(p, len, "etag", r->etag, sizeof(r->etag));
 	header_value(p, len, "last-modified", r->last_modified,
 		     sizeof(r->last_modified));
@@ -384,6 +390,20 @@ static size_t page_body(char *p, size_t size, size_t n, void *ctx)
 	return size * n;
 }
 
+/* An Expires without a max-age (which wins over it, RFC 9111 5.3) is a
+ * max-age of Expires - Date: another larder's page says so, and so a
+ * node behind it keeps its copy no longer than the upstream node would.
+ * An Expires that cannot be read, or is past, is a max-age of 0. */
+static void expires_max_age(const struct head *h, struct fetch_page *r)
+{
+	time_t base = h->date ? h->date : time(NULL);
+
+	if (r->max_age >= 0 || !h->expires)
+		return;
+	r->max_age = h->expires < 0 || h->expires <= base ?
+			     0 : (long)(h->expires - base);
+}
+
 /* The request headers of a page fetch of url. */
 static struct curl_slist *page_headers(const struct fetch_opts *o,
 				       const char *url, const char *accept,
@@ -438,6 +458,7 @@ static int page_request(const struct fetch_opts *o, const char *url,
 		fetch_count_received(c);
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
 		r->retry_after = h.retry_after;
+		expires_max_age(&h, r);
 		if (rc == CURLE_WRITE_ERROR && r->body.len + CURL_MAX_WRITE_SIZE >
 						      o->max_body) {
 			snprintf(err, errlen, "%s: page larger than %zu bytes",

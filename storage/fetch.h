@@ -59,7 +59,8 @@ struct fetch_page {
 	char etag[256];
 	char last_modified[64];
 	char content_type[128];
-	long max_age;           /* from Cache-Control, -1 when absent */
+	long max_age;           /* from Cache-Control, else Expires - Date;
+	                           -1 when absent */
 	int no_store;           /* Cache-Control no-store / no-cache */
 	long retry_after;       /* seconds, -1 when absent */
 	char url[FETCH_URL_MAX]; /* the URL that answered (after redirects) */

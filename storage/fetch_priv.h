@@ -26,6 +26,8 @@ struct head {
 	time_t moved;            /* when a header or body byte last came */
 	int idle;                /* aborted: idle_timeout passed */
 	struct fetch_page *page; /* page fetches: where validators go */
+	time_t expires;          /* Expires, 0 when absent, -1 unreadable */
+	time_t date;             /* Date, 0 when absent or unreadable */
 };
 
 /* The process's handle, reset for a new transfer. */

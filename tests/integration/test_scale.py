@@ -25,6 +25,7 @@ import signal
 import subprocess
 import threading
 import time
+from email.utils import parsedate_to_datetime
 from urllib.parse import urljoin
 
 import pytest
@@ -331,10 +332,15 @@ def test_tier(tmp_path, standin, template, dists):
         assert rc == 0, out
         # A's prefetches end after the answers that set them off
         time.sleep(1)
-        c = standin.counters()
         paths = listed_paths(dists)
-        installed = [fn for fn in paths if c["files"].get(fn)]
-        assert len(installed) == 3, c
+        installed = [fn for fn in paths if standin.counters()["files"].get(fn)]
+        assert len(installed) == 3, standin.counters()
+        # the core metadata comes from B's .metadata, whether A's prefetch
+        # fetched it already or this request does
+        for fn in installed:
+            r = stackmod.http(a.base + paths[fn] + ".metadata")
+            assert r.status == 200 and r.body == dists[fn].metadata, (fn, r)
+        c = standin.counters()
         for fn in paths:
             assert c["files"].get(fn, 0) <= 1, (fn, c["files"])
             assert c["metadata"].get(fn, 0) <= 1, (fn, c["metadata"])
@@ -356,5 +362,23 @@ def test_tier(tmp_path, standin, template, dists):
         r = stackmod.http("%s/%s/simple/%s/" % (a.base, INDEX, PKGS[0]),
                           headers={"Accept": PIP_ACCEPT})
         assert r.status == 200 and r.header("X-Larder-Cache") == "STALE", (r, r.headers)
+    finally:
+        stackmod.stop_all(a, b)
+
+
+def test_tier_keeps_no_page_longer_than_upstream_larder(tmp_path, standin):
+    """B's page goes stale in 20 s (its Expires, no max-age): A, whose own
+    cache_ttl is 300, keeps it fresh no longer than that."""
+    b = a = None
+    try:
+        b = Node(str(tmp_path / "b"), standin, extra={"cache_ttl": 20}).start()
+        a = Node(str(tmp_path / "a"), standin,
+                 upstream_url="%s/%s/simple/" % (b.base, INDEX)).start()
+        r = stackmod.http("%s/%s/simple/%s/" % (a.base, INDEX, PKGS[0]),
+                          headers={"Accept": JSON_TYPE})
+        assert r.status == 200, r
+        left = (parsedate_to_datetime(r.header("Expires")) -
+                parsedate_to_datetime(r.header("Date"))).total_seconds()
+        assert 0 < left <= 20, (r.header("Date"), r.header("Expires"))
     finally:
         stackmod.stop_all(a, b)
