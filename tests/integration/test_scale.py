@@ -382,3 +382,58 @@ def test_tier_keeps_no_page_longer_than_upstream_larder(tmp_path, standin):
         assert 0 < left <= 20, (r.header("Date"), r.header("Expires"))
     finally:
         stackmod.stop_all(a, b)
+
+
+def test_oci_tier(tmp_path):
+    """skopeo -> larder A -> larder B -> registry: A's registry section has
+    B as its upstream, whose default registry takes bare names. Two pulls
+    at once sharing a base layer cost the registry one GET per blob, and A
+    asks B once per blob; with B gone, A pulls what it holds."""
+    import ociup
+    why = ociup.missing_reason() or stackmod.missing_reason()
+    if why:
+        pytest.skip(why)
+    imgs = ociup.standard_images(str(tmp_path / "images"), big_mb=1)
+    reg = ociup.Registry(str(tmp_path / "registry")).start()
+    b = a = None
+    try:
+        pushed = ociup.populate(reg, imgs, repos=["app1", "app2"])
+        b = ociup.OciStack(str(tmp_path / "b"), reg.port).start()
+        a = ociup.OciStack(str(tmp_path / "a"), b.nginx.port).start()
+        direct = {}
+        for repo in ("app1", "app2"):
+            direct[repo] = str(tmp_path / ("direct-" + repo))
+            assert ociup.pull(reg.ref(repo, "1.0"), direct[repo]).ok
+        b.relay.reset()
+        results = {}
+
+        def run(repo, tag):
+            results[(repo, tag)] = ociup.pull(a.ref(repo, "1.0"),
+                                              str(tmp_path / ("%s-%s" % (repo, tag))))
+
+        threads = [threading.Thread(target=run, args=(repo, "cold"))
+                   for repo in ("app1", "app2")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(180)
+        for repo in ("app1", "app2"):
+            r = results[(repo, "cold")]
+            assert r.ok, r
+            assert not ociup.compare_layouts(str(tmp_path / ("%s-cold" % repo)), direct[repo])
+        blobs = set(pushed["app1"].blobs) | set(pushed["app2"].blobs)
+        for relay, who in ((b.relay, "the registry"), (a.relay, "B")):
+            gets = {}
+            for (m, p), n in relay.counts().items():
+                mm = re.match(r"^/v2/.+/blobs/(sha256:[0-9a-f]{64})$", p)
+                if m == "GET" and mm:
+                    gets[mm.group(1)] = gets.get(mm.group(1), 0) + n
+            assert gets == {dg: 1 for dg in blobs}, (who, gets)
+
+        b.stop()
+        run("app1", "warm")
+        r = results[("app1", "warm")]
+        assert r.ok, r
+        assert not ociup.compare_layouts(str(tmp_path / "app1-warm"), direct["app1"])
+    finally:
+        stackmod.stop_all(a, b, reg)
