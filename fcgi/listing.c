@@ -30,7 +30,9 @@ static void recheck(struct worker *w, int idx, const char *project,
 			recheck(w, (int)ix->layer[i], project, now, depth + 1);
 		return;
 	}
+	/* an offline index asks no one: its page stays as it is */
 	if (ix->type != CONF_INDEX_CACHE ||
+	    conf_inherit(ix->offline, w->conf->offline) > 0 ||
 	    db_page_get(w->db, ix->name, project, &p) != 0)
 		return;
 	if (now < p.fetched_at + p.ttl &&
@@ -60,6 +62,9 @@ int listing_fetch(struct worker *w, int idx, const char *sha256,
 	rc = pages_get(w, idx, project, &p, &cache, err, errlen);
 	/* the file request answers nothing of the page: no prefetch for it */
 	w->hint.index = -1;
+	/* offline without that page: no page here lists the file, as before */
+	if (rc == ENETDOWN)
+		rc = ENOENT;
 	if (rc)
 		return rc;
 	*from = pypi_find_file(w, idx, sha256, filename, f);

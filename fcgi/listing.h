@@ -29,8 +29,9 @@
  * position of the cache or hosted index that holds it, as
  * pypi_find_file() returns. Returns ENOENT when the name says no project
  * or that page (now, or as held here and fetched less than
- * LISTING_RECHECK ago) does not list the file, or another errno with a
- * one-line reason in err when the page could not be had. */
+ * LISTING_RECHECK ago) does not list the file, or the index is offline
+ * and has no copy of the page; or another errno with a one-line reason in
+ * err when the page could not be had. */
 int listing_fetch(struct worker *w, int idx, const char *sha256,
 		  const char *filename, struct db_file *f, int *from,
 		  char *err, size_t errlen);
