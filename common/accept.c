@@ -275,6 +275,43 @@ enum accept_format accept_from_format(const char *format)
 	return ACCEPT_NONE;
 }
 
+int accept_gzip(const char *h)
+{
+	int named = -1, any = -1; /* q of gzip and of "*", -1: not listed */
+	const char *p = h, *start;
+
+	while (p && *p) {
+		struct span coding;
+		int q = Q_ONE, have_q = 0;
+
+		while (*p == ',' || is_ows(*p))
+			p++;
+		start = p;
+		while (*p && *p != ',' && *p != ';')
+			p++;
+		coding = trim(start, p);
+		while (*p == ';') {
+			const char *pstart = ++p, *eq;
+
+			p = skip_param(p);
+			eq = memchr(pstart, '=', (size_t)(p - pstart));
+			if (have_q || !span_is(trim(pstart, eq ? eq : p), "q"))
+				continue;
+			have_q = 1;
+			q = eq ? parse_q(trim(eq + 1, p)) : -1;
+		}
+		if (q < 0)
+			continue; /* a coding with a bad weight is left out */
+		/* the highest q wins where a coding is listed twice */
+		if ((span_is(coding, "gzip") || span_is(coding, "x-gzip")) &&
+		    q > named)
+			named = q;
+		else if (span_is(coding, "*") && q > any)
+			any = q;
+	}
+	return named >= 0 ? named > 0 : any > 0;
+}
+
 /* ACCEPT_NONE (the 406 answer) and anything unknown get plain text. */
 const char *accept_content_type(enum accept_format f)
 {

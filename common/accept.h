@@ -1,4 +1,5 @@
-/* accept: chooses a PEP 691 simple-page representation. I/O-free. */
+/* accept: chooses a PEP 691 simple-page representation, and whether the
+ * client takes it gzip'd. I/O-free. */
 #ifndef LARDER_ACCEPT_H
 #define LARDER_ACCEPT_H
 
@@ -19,6 +20,12 @@ enum accept_format accept_choose(const char *accept);
 /* Picks the format from a PEP 691 `format` query value (already decoded);
  * returns ACCEPT_NONE for an unknown one. */
 enum accept_format accept_from_format(const char *format);
+
+/* Returns 1 when an Accept-Encoding header value (RFC 9110 12.5.3) takes
+ * gzip: "gzip" or "x-gzip" with a q above 0, or, when neither is named, a
+ * "*" with a q above 0. A missing or empty header, "identity" alone, a q of
+ * 0 or a malformed q give 0: the plain bytes. */
+int accept_gzip(const char *accept_encoding);
 
 /* The Content-Type larder answers with for f. */
 const char *accept_content_type(enum accept_format f);

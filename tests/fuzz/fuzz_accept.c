@@ -1,5 +1,5 @@
 /* libFuzzer target: the Accept negotiator never crashes and always picks
- * one of the three answers. */
+ * one of the three answers; the Accept-Encoding one says yes or no. */
 #include "config.h"
 
 #include <stdint.h>
@@ -21,6 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	s[n] = '\0';
 	f = accept_choose(s);
 	if (f != ACCEPT_NONE && f != ACCEPT_JSON && f != ACCEPT_HTML)
+		abort();
+	if (accept_gzip(s) != 0 && accept_gzip(s) != 1)
 		abort();
 	f = accept_from_format(s);
 	if (f != ACCEPT_NONE && f != ACCEPT_JSON && f != ACCEPT_HTML)

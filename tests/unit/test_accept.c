@@ -314,6 +314,54 @@ T(content_type)
 		  "text/plain; charset=utf-8");
 }
 
+T(gzip)
+{
+	static const struct {
+		const char *h;
+		int want;
+	} cases[] = {
+		{NULL, 0},
+		{"", 0},
+		{"identity", 0},
+		{"gzip", 1},
+		{"gzip, deflate", 1},               /* pip (requests) */
+		{"gzip, deflate, br, zstd", 1},     /* uv */
+		{"GZip", 1},
+		{"x-gzip", 1},
+		{"br", 0},
+		{"deflate, br", 0},
+		{"*", 1},
+		{"*;q=0", 0},
+		{"br, *;q=0.1", 1},
+		{"gzip;q=0", 0},
+		{"gzip; q=0.000", 0},
+		{"gzip;q=0.001", 1},
+		{"gzip ; Q = 0.5 , br", 1},
+		{"gzip;q=0, *", 0},                 /* named beats the wildcard */
+		{"*, gzip;q=0", 0},
+		{"*;q=0, gzip", 1},
+		{"gzip;q=0, gzip;q=1", 1},          /* the highest q wins */
+		{"gzip;q=2", 0},                    /* no qvalue: left out */
+		{"gzip;q=", 0},
+		{"gzip;q", 0},
+		{"gzip;q=abc, *", 1},
+		{"gzip;level=\"9;q=0\"", 1},       /* quoted ; is no parameter */
+		{"gzipx", 0},
+		{"x gzip", 0},
+		{",,, gzip ,,", 1},
+		{"gzip;q=1;q=0", 1},                /* the first q counts */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int got = accept_gzip(cases[i].h);
+
+		CHECK_INT(got, cases[i].want);
+		if (got != cases[i].want)
+			fprintf(stderr, "  case %zu: \"%s\"\n", i,
+				cases[i].h ? cases[i].h : "(null)");
+	}
+}
+
 int main(void)
 {
 	RUN(real_clients);
@@ -327,5 +375,6 @@ int main(void)
 	RUN(long_header);
 	RUN(from_format);
 	RUN(content_type);
+	RUN(gzip);
 	return t_done();
 }
