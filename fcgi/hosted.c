@@ -146,6 +146,7 @@ static int render(struct worker *w, const struct conf_index *ix,
 	struct simple_page page;
 	struct db_page old, p = {0};
 	struct buf json, html;
+	long long js = 0, hs = 0; /* their bytes in the store, .gz too */
 	int have, none, rc;
 
 	have = db_page_get(w->db, ix->name, project, &old) == 0;
@@ -164,13 +165,15 @@ static int render(struct worker *w, const struct conf_index *ix,
 	if (!rc)
 		rc = simple_render_html(&page, &html);
 	if (!rc)
-		rc = blob_put(data_dir, json.data, json.len, p.json_sha);
+		rc = blob_put_page(data_dir, json.data, json.len, p.json_sha,
+				   &js);
 	if (!rc)
-		rc = blob_put(data_dir, html.data, html.len, p.html_sha);
+		rc = blob_put_page(data_dir, html.data, html.len, p.html_sha,
+				   &hs);
 	if (!rc)
-		rc = db_blob_add(w->db, p.json_sha, (long long)json.len);
+		rc = db_blob_add(w->db, p.json_sha, js);
 	if (!rc)
-		rc = db_blob_add(w->db, p.html_sha, (long long)html.len);
+		rc = db_blob_add(w->db, p.html_sha, hs);
 	if (rc)
 		goto out;
 	p.status = 200;
@@ -180,7 +183,7 @@ static int render(struct worker *w, const struct conf_index *ix,
 	if (!rc && have)
 		rc = pages_note_replaced(w, &old, &p, now);
 	if (!rc)
-		lru_added((long long)(json.len + html.len));
+		lru_added(js + hs);
 out:
 	simple_page_free(&page);
 	buf_free(&json);

@@ -101,8 +101,10 @@ void pages_collect(struct worker *w)
 		if (!rc && db_refs(w->db, due[i], &refs) == 0 && refs == 0 &&
 		    blob_path(w->conf->data_dir, due[i], path,
 			      sizeof(path)) == 0) {
-			if (unlink(path) < 0 && errno != ENOENT)
-				log_warn(errno, path, "deleting a replaced blob");
+			/* (and its .gz copy: storage/blob.h) */
+			rc = blob_remove(w->conf->data_dir, due[i]);
+			if (rc && rc != ENOENT)
+				log_warn(rc, path, "deleting a replaced blob");
 			else
 				db_blob_delete(w->db, due[i]);
 		}
@@ -144,6 +146,7 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	struct cooldown cd;
 	long long mature = -1;
 	struct buf json, html;
+	long long js = 0, hs = 0; /* their bytes in the store, .gz too */
 	const char *data_dir = w->conf->data_dir;
 	struct db_page old = *p;
 	int is_list = !*project;
@@ -197,9 +200,11 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	if (!rc)
 		worker_make_room(w, w->db, (long long)(json.len + html.len));
 	if (!rc)
-		rc = blob_put(data_dir, json.data, json.len, p->json_sha);
+		rc = blob_put_page(data_dir, json.data, json.len, p->json_sha,
+				   &js);
 	if (!rc)
-		rc = blob_put(data_dir, html.data, html.len, p->html_sha);
+		rc = blob_put_page(data_dir, html.data, html.len, p->html_sha,
+				   &hs);
 	if (rc) {
 		snprintf(err, errlen, "%s: storing the page: %s", f->url,
 			 strerror(rc));
@@ -219,9 +224,9 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	quarantine_note(&page, p);
 	rc = db_begin(w->db);
 	if (!rc)
-		rc = db_blob_add(w->db, p->json_sha, (long long)json.len);
+		rc = db_blob_add(w->db, p->json_sha, js);
 	if (!rc)
-		rc = db_blob_add(w->db, p->html_sha, (long long)html.len);
+		rc = db_blob_add(w->db, p->html_sha, hs);
 	/* the held files too: a request for one is refused with the
 	 * reason (pypi_file), not told that no page lists it */
 	for (size_t i = 0; !rc && i < page.nfiles + held.nfiles; i++) {
@@ -254,7 +259,7 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	if (!rc)
 		rc = db_commit(w->db);
 	if (!rc)
-		lru_added((long long)(json.len + html.len));
+		lru_added(js + hs);
 	if (rc) {
 		db_rollback(w->db);
 		snprintf(err, errlen, "%s: database error", f->url);

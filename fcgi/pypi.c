@@ -57,7 +57,7 @@ static int query_format(const char *q, char *out, size_t len)
 void pypi_simple(struct worker *w, struct req *r, const struct route *rt)
 {
 	const char *project = rt->kind == ROUTE_SIMPLE_LIST ? "" : rt->project;
-	struct send_opts o = {.vary_accept = 1};
+	struct send_opts o = {.vary_accept = 1, .gzip = 1};
 	enum accept_format fmt;
 	struct db_page p;
 	char err[1024] = "";

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/accept.h"
 #include "common/log.h"
 #include "fcgi/send.h"
 #include "storage/blob.h"
@@ -59,10 +60,34 @@ static int etag_matches(const char *inm, const char *sha)
 	return inm && (strcmp(inm, "*") == 0 || strstr(inm, sha));
 }
 
-/* Sends the blob itself (CGI, or a server without X-Sendfile), with Range.
- * Returns 0 once a response went out (complete, or cut off on a read
- * error), or an errno with nothing sent. */
-static int stream(struct worker *w, struct req *r, const char *sha,
+/* Whether the ETag a 304 answers If-None-Match inm with is the gzip'd
+ * copy's ("<sha>-gz"): the one the client holds, or when it holds both
+ * (or says "*") the one it would get now (gz). */
+static int etag_gz(const char *inm, const char *sha, int gz)
+{
+	char tag[80];
+	int plain, zipped;
+
+	snprintf(tag, sizeof(tag), "%s\"", sha);
+	plain = strstr(inm, tag) != NULL;
+	snprintf(tag, sizeof(tag), "%s-gz\"", sha);
+	zipped = strstr(inm, tag) != NULL;
+	return plain == zipped ? gz : zipped;
+}
+
+/* The path of blob sha, or of its gzip'd copy when gz. */
+static int path_of(const struct conf *c, const char *sha, int gz, char *out,
+		   size_t outlen)
+{
+	return gz ? blob_gz_path(c->data_dir, sha, out, outlen) :
+		    blob_path(c->data_dir, sha, out, outlen);
+}
+
+/* Sends the blob itself (CGI, or a server without X-Sendfile), or its
+ * gzip'd copy when gz, with Range (of the bytes sent). Returns 0 once a
+ * response went out (complete, or cut off on a read error), or an errno
+ * with nothing sent. */
+static int stream(struct worker *w, struct req *r, const char *sha, int gz,
 		  const struct send_opts *o)
 {
 	/* one buffer for the life of the (single-threaded) process: sending
@@ -75,7 +100,7 @@ static int stream(struct worker *w, struct req *r, const char *sha,
 	ssize_t n;
 
 	(void)o;
-	blob_path(w->conf->data_dir, sha, path, sizeof(path));
+	path_of(w->conf, sha, gz, path, sizeof(path));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
@@ -131,7 +156,7 @@ static int smaller(const struct conf *c, const char *sha256, long long limit)
 /* Counts as sent what the web server is handed to send for r: the blob
  * (of o->size bytes, or as its file says), or the range asked for. */
 static void handed_over(const struct conf *c, struct req *r,
-			const char *sha256, const struct send_opts *o)
+			const char *sha256, int gz, const struct send_opts *o)
 {
 	char path[PATH_MAX];
 	long long size = o->size, from, to;
@@ -139,8 +164,8 @@ static void handed_over(const struct conf *c, struct req *r,
 
 	if (r->head)
 		return;
-	if (!o->have_size) {
-		if (blob_path(c->data_dir, sha256, path, sizeof(path)) ||
+	if (!o->have_size || gz) {
+		if (path_of(c, sha256, gz, path, sizeof(path)) ||
 		    stat(path, &st) < 0)
 			return;
 		size = st.st_size;
@@ -166,8 +191,9 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 {
 	const struct conf *c = w->conf;
 	const char *cc = o->cache_control;
+	const char *inm = req_env(r, "HTTP_IF_NONE_MATCH");
 	char rel[128];
-	int rc;
+	int rc, gz;
 
 	rc = blob_relpath(sha256, rel, sizeof(rel));
 	if (rc)
@@ -195,35 +221,57 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 		else
 			req_header(r, "X-Accel-Expires", "0");
 	}
-	if (o->vary_accept)
+	if (o->gzip)
+		req_header(r, "Vary", o->vary_accept ? "Accept, Accept-Encoding" :
+						       "Accept-Encoding");
+	else if (o->vary_accept)
 		req_header(r, "Vary", "Accept");
-	req_header(r, "ETag", "\"%s\"", sha256);
+	/* the gzip'd copy when the client takes it and the page has one (a
+	 * page whose gzip is no smaller has none) */
+	gz = o->gzip && accept_gzip(req_env(r, "HTTP_ACCEPT_ENCODING")) &&
+	     blob_gz_size(c->data_dir, sha256) >= 0;
 	/* Answered here in every mode: the web server only knows its own
 	 * validators for the file, not ours. */
-	if (!o->whole && etag_matches(req_env(r, "HTTP_IF_NONE_MATCH"), sha256))
+	if (!o->whole && etag_matches(inm, sha256)) {
+		req_header(r, "ETag", "\"%s%s\"", sha256,
+			   etag_gz(inm, sha256, gz) ? "-gz" : "");
 		return req_start(r, 304) ? EPIPE : 0;
+	}
 	/* (an inline_under of 1 is HEADs only: no stat for a GET) */
-	if (o->inline_body ||
-	    (o->inline_under > 0 &&
-	     (r->head || (o->inline_under > 1 &&
-	                  smaller(c, sha256, o->inline_under)))))
-		return stream(w, r, sha256, o);
-	switch (c->sendfile) {
-	case CONF_SENDFILE_ACCEL:
+	if (!o->inline_body && c->sendfile == CONF_SENDFILE_ACCEL &&
+	    !(o->inline_under > 0 &&
+	      (r->head || (o->inline_under > 1 &&
+	                   smaller(c, sha256, o->inline_under))))) {
+		/* nginx picks the copy itself (gzip_static in the internal
+		 * location) and gives its ETag the "-gz" (conf/nginx.conf) */
+		req_header(r, "ETag", "\"%s\"", sha256);
 		req_header(r, "X-Accel-Redirect", "%s%s", c->sendfile_prefix,
 			   rel);
 		if (req_start(r, 200))
 			return EPIPE;
-		handed_over(c, r, sha256, o);
+		handed_over(c, r, sha256, 0, o);
 		return 0;
+	}
+	/* a different representation: a strong ETag of the plain bytes
+	 * must not name it */
+	req_header(r, "ETag", "\"%s%s\"", sha256, gz ? "-gz" : "");
+	if (gz)
+		req_header(r, "Content-Encoding", "gzip");
+	if (o->inline_body ||
+	    (o->inline_under > 0 &&
+	     (r->head || (o->inline_under > 1 &&
+	                  smaller(c, sha256, o->inline_under)))))
+		return stream(w, r, sha256, gz, o);
+	switch (c->sendfile) {
 	case CONF_SENDFILE_XSENDFILE:
-		req_header(r, "X-Sendfile", "%s/%s", c->data_dir, rel);
+		req_header(r, "X-Sendfile", "%s/%s%s", c->data_dir, rel,
+			   gz ? ".gz" : "");
 		if (req_start(r, 200))
 			return EPIPE;
-		handed_over(c, r, sha256, o);
+		handed_over(c, r, sha256, gz, o);
 		return 0;
 	case CONF_SENDFILE_STREAM:
 	default:
-		return stream(w, r, sha256, o);
+		return stream(w, r, sha256, gz, o);
 	}
 }

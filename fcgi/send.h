@@ -1,7 +1,7 @@
 /* send: hands a stored blob to the client, the way the config says:
  * X-Accel-Redirect (nginx), X-Sendfile (lighttpd, Apache mod_xsendfile),
  * or streamed by larder itself with ETag, If-None-Match and single-range
- * Range support. */
+ * Range support; a page's gzip'd copy to a client that accepts gzip. */
 #ifndef LARDER_SEND_H
 #define LARDER_SEND_H
 
@@ -30,6 +30,12 @@ struct send_opts {
 	                               which keeps an answer through the
 	                               second its expiry names */
 	int vary_accept;            /* add Vary: Accept */
+	int gzip;                   /* a page: its gzip'd copy (storage/
+	                               blob.h) goes, Content-Encoding: gzip,
+	                               to a client that accepts gzip, with
+	                               ETag "<sha>-gz"; Vary names
+	                               Accept-Encoding. With nginx, its
+	                               gzip_static picks the copy. */
 	int inline_body;            /* send the bytes, whatever sendfile says
 	                               (the web server caches the answer) */
 	int whole;                  /* never a 304: a cache in front that

@@ -170,6 +170,7 @@ static int merge_store(struct worker *w, const struct conf_index *ix,
 	const struct conf *c = w->conf;
 	struct simple_page pages[CONF_MAX_INDEXES], merged;
 	struct buf json, html;
+	long long js = 0, hs = 0; /* their bytes in the store, .gz too */
 	size_t loaded = 0;
 	long long now = (long long)time(NULL);
 	int is_list = !*project, rc = 0;
@@ -197,9 +198,11 @@ static int merge_store(struct worker *w, const struct conf_index *ix,
 	if (!rc)
 		worker_make_room(w, w->db, (long long)(json.len + html.len));
 	if (!rc)
-		rc = blob_put(c->data_dir, json.data, json.len, p->json_sha);
+		rc = blob_put_page(c->data_dir, json.data, json.len, p->json_sha,
+				   &js);
 	if (!rc)
-		rc = blob_put(c->data_dir, html.data, html.len, p->html_sha);
+		rc = blob_put_page(c->data_dir, html.data, html.len, p->html_sha,
+				   &hs);
 	if (rc) {
 		snprintf(err, errlen, "%s: merging the page of %s: %s",
 			 ix->name, *project ? project : "the project list",
@@ -208,9 +211,9 @@ static int merge_store(struct worker *w, const struct conf_index *ix,
 	}
 	rc = db_begin(w->db);
 	if (!rc)
-		rc = db_blob_add(w->db, p->json_sha, (long long)json.len);
+		rc = db_blob_add(w->db, p->json_sha, js);
 	if (!rc)
-		rc = db_blob_add(w->db, p->html_sha, (long long)html.len);
+		rc = db_blob_add(w->db, p->html_sha, hs);
 	if (!rc)
 		rc = db_page_put(w->db, ix->name, project, p);
 	if (!rc && old)
@@ -222,7 +225,7 @@ static int merge_store(struct worker *w, const struct conf_index *ix,
 		snprintf(err, errlen, "%s: database error", ix->name);
 		goto out;
 	}
-	lru_added((long long)(json.len + html.len));
+	lru_added(js + hs);
 out:
 	for (size_t i = 0; i < loaded; i++)
 		simple_page_free(&pages[i]);

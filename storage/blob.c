@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "common/log.h"
 #include "common/names.h"
@@ -222,4 +224,162 @@ int blob_read(const char *data_dir, const char *sha256, struct buf *b)
 	}
 	close(fd);
 	return rc;
+}
+
+int blob_gz_path(const char *data_dir, const char *sha256, char *out,
+		 size_t outlen)
+{
+	int err = blob_path(data_dir, sha256, out, outlen);
+	size_t len;
+
+	if (err)
+		return err;
+	len = strlen(out);
+	if (len + 4 > outlen)
+		return ENAMETOOLONG;
+	memcpy(out + len, ".gz", 4);
+	return 0;
+}
+
+long long blob_gz_size(const char *data_dir, const char *sha256)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (blob_gz_path(data_dir, sha256, path, sizeof(path)) ||
+	    stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return -1;
+	return (long long)st.st_size;
+}
+
+static int write_all(int fd, const unsigned char *c, size_t left)
+{
+	ssize_t w;
+
+	while (left) {
+		w = write(fd, c, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return errno;
+		c += w;
+		left -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Deflates n bytes at p into fd as gzip (no name, no time: the same
+ * bytes give the same file). Returns 0 with *out the gzip's size, EFBIG
+ * when it would not be smaller than n, or an errno. */
+static int deflate_to(int fd, const void *p, size_t n, long long *out)
+{
+	static unsigned char chunk[65536];
+	z_stream zs;
+	int zrc, err = 0;
+	size_t have;
+
+	memset(&zs, 0, sizeof(zs));
+	/* 15 + 16: a gzip wrapper, which is what Content-Encoding: gzip and
+	 * nginx's gzip_static mean */
+	if (deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY) !=
+	    Z_OK)
+		return ENOMEM;
+	zs.next_in = (unsigned char *)(uintptr_t)p;
+	zs.avail_in = (uInt)n; /* renderings are far below 4 GB */
+	do {
+		zs.next_out = chunk;
+		zs.avail_out = sizeof(chunk);
+		zrc = deflate(&zs, Z_FINISH);
+		if (zrc == Z_STREAM_ERROR) {
+			err = EIO;
+			break;
+		}
+		have = sizeof(chunk) - zs.avail_out;
+		if (zs.total_out >= n) {
+			err = EFBIG;
+			break;
+		}
+		err = write_all(fd, chunk, have);
+	} while (!err && zrc != Z_STREAM_END);
+	*out = (long long)zs.total_out;
+	deflateEnd(&zs);
+	return err;
+}
+
+/* Writes blob sha256's gzip'd copy from its n bytes at p. Returns 0 with
+ * *size its bytes (0: not made, it would not be smaller), or an errno. */
+static int put_gz(const char *data_dir, const void *p, size_t n,
+		  const char *sha256, long long *size)
+{
+	char tmp[PATH_MAX], path[PATH_MAX];
+	int fd, err;
+
+	*size = 0;
+	err = blob_gz_path(data_dir, sha256, path, sizeof(path));
+	if (err)
+		return err;
+	err = blob_tmp(data_dir, tmp, sizeof(tmp), &fd);
+	if (err)
+		return err;
+	flock(fd, LOCK_EX); /* as blob_put's: a sweep leaves it */
+	err = deflate_to(fd, p, n, size);
+	if (err == EFBIG) {
+		*size = 0;
+		err = 0;
+		goto out;
+	}
+	if (!err && fsync(fd) < 0)
+		err = errno;
+	/* a copy made meanwhile by another process holds the same bytes */
+	if (!err && rename(tmp, path) < 0)
+		err = errno;
+	if (err) {
+		log_warn(err, path, "storing the gzip'd copy");
+		*size = 0;
+		goto out;
+	}
+	close(fd);
+	err = sync_dir(path);
+	if (err)
+		log_warn(err, path, "fsync directory");
+	return 0;
+out:
+	unlink(tmp);
+	close(fd);
+	return err;
+}
+
+int blob_put_page(const char *data_dir, const void *p, size_t n,
+		  char sha256[65], long long *size)
+{
+	long long gz;
+	int err;
+
+	*size = (long long)n;
+	err = blob_put(data_dir, p, n, sha256);
+	if (err)
+		return err;
+	gz = blob_gz_size(data_dir, sha256);
+	/* (a page stored before copies were made gets one now) */
+	if (gz < 0 && put_gz(data_dir, p, n, sha256, &gz))
+		gz = 0;
+	if (gz > 0)
+		*size += gz;
+	return 0;
+}
+
+int blob_remove(const char *data_dir, const char *sha256)
+{
+	char path[PATH_MAX];
+	int err;
+
+	/* the copy first: what is left after a crash in between is a blob
+	 * without one, never a copy without its blob */
+	err = blob_gz_path(data_dir, sha256, path, sizeof(path));
+	if (err)
+		return err;
+	if (unlink(path) < 0 && errno != ENOENT)
+		log_warn(errno, path, "deleting the gzip'd copy");
+	path[strlen(path) - 3] = '\0';
+	return unlink(path) < 0 ? errno : 0;
 }

@@ -3,6 +3,12 @@
  * A blob is written to a temp file under DATA/tmp (same filesystem),
  * fsynced, renamed into place and its directory fsynced; readers never
  * lock and never see half a file. A blob's name is its sha256.
+ *
+ * A page rendering may have a gzip'd copy beside it, <hex>.gz, published
+ * the same way after the blob (so a .gz never names bytes not in the
+ * store but for a moment of eviction), which web servers send to clients
+ * that accept gzip. It belongs to its blob: the inventory counts both in
+ * the blob's size, and whatever deletes the blob deletes it first.
  */
 #ifndef LARDER_BLOB_H
 #define LARDER_BLOB_H
@@ -48,5 +54,26 @@ int blob_read(const char *data_dir, const char *sha256, struct buf *b);
 /* Stores bytes as a blob; its hash goes to sha256. Returns 0 or an errno;
  * nothing is left behind on error. */
 int blob_put(const char *data_dir, const void *p, size_t n, char sha256[65]);
+
+/* Writes the path of blob sha256's gzip'd copy (its path and ".gz") to
+ * out. Same returns as blob_path. */
+int blob_gz_path(const char *data_dir, const char *sha256, char *out,
+		 size_t outlen);
+
+/* The size in bytes of blob sha256's gzip'd copy, or -1 when it has
+ * none. */
+long long blob_gz_size(const char *data_dir, const char *sha256);
+
+/* Stores a page rendering: as blob_put, then its gzip (level 9) as the
+ * blob's .gz when that is smaller and not there yet. *size is what both
+ * take in the store, for the inventory. Returns 0 or blob_put's errno; a
+ * copy that cannot be made is logged and left out (the page goes out
+ * plain). */
+int blob_put_page(const char *data_dir, const void *p, size_t n,
+		  char sha256[65], long long *size);
+
+/* Deletes blob sha256 and its gzip'd copy, the copy first. Returns 0 or
+ * the errno of unlinking the blob (ENOENT when it was not there). */
+int blob_remove(const char *data_dir, const char *sha256);
 
 #endif

@@ -196,7 +196,11 @@ static const char *const sql[S_COUNT] = {
 			    " (?1, ?2, ?3, ?4)",
 	[S_OCI_TOKEN_DELETE] = "DELETE FROM oci_tokens"
 			       " WHERE registry = ?1 AND scope = ?2",
-	[S_BLOB_ADD] = "INSERT OR IGNORE INTO blobs VALUES (?1, ?2, ?3)",
+	/* a row's size only grows: a page's .gz copy made after its blob
+	 * was recorded (storage/blob.h) is counted from then on */
+	[S_BLOB_ADD] = "INSERT INTO blobs VALUES (?1, ?2, ?3)"
+		       " ON CONFLICT (sha256) DO UPDATE SET size = excluded.size"
+		       " WHERE excluded.size > blobs.size",
 	[S_BLOB_DELETE] = "DELETE FROM blobs WHERE sha256 = ?1",
 	[S_BLOB_TOTALS] = "SELECT coalesce(sum(size), 0), count(*) FROM blobs",
 	[S_BLOB_FOLD] = "UPDATE blobs SET used_at = ?2 WHERE sha256 >= ?1"

@@ -278,7 +278,8 @@ int db_oci_token_delete(struct db *db, const char *registry,
 			const char *scope);
 
 /* Records that the store holds blob sha256 of size bytes, used now; a
- * blob already recorded keeps its row. Returns 0 or EIO. */
+ * blob already recorded keeps its row, but for a larger size (a page
+ * rendering whose .gz copy came later). Returns 0 or EIO. */
 int db_blob_add(struct db *db, const char *sha256, long long size);
 
 /* Forgets blob sha256 (it was deleted). Returns 0 or EIO. */

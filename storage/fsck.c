@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/gunzip.h"
 #include "common/names.h"
 #include "common/sha256.h"
 #include "storage/blob.h"
@@ -55,7 +56,7 @@ static void check_reference(const char *sha, void *vctx)
 		return;
 	c->r->unreferenced++;
 	fprintf(c->out, "unreferenced: %s\n", path);
-	if (c->repair && unlink(path) == 0) {
+	if (c->repair && blob_remove(c->data_dir, sha) == 0) {
 		db_blob_delete(c->db, sha);
 		c->r->repaired++;
 		fprintf(c->out, "repaired: removed %s\n", path);
@@ -101,9 +102,85 @@ static void quarantine(struct ctx *c, const char *path, const char *name)
 			     (long)time(NULL)) >= sizeof(dest))
 		return;
 	if (rename(path, dest) == 0) {
+		/* its .gz copy, made from what it held, goes too */
+		if (blob_gz_path(c->data_dir, name, dest, sizeof(dest)) == 0)
+			unlink(dest);
 		db_blob_delete(c->db, name);
 		c->r->repaired++;
 		fprintf(c->out, "repaired: moved %s to %s\n", path, dest);
+	}
+}
+
+static int hash_sink(void *arg, const uint8_t *d, size_t n)
+{
+	sha256_update(arg, d, n);
+	return 0;
+}
+
+/* Hashes what a gzip file inflates to. Returns 0, or an errno with the
+ * reason in why. */
+static int hash_gz(const char *path, char hex[65], char *why, size_t whylen)
+{
+	struct gunzip g;
+	struct sha256 h;
+	uint8_t *chunk;
+	ssize_t n;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, whylen, "%s", strerror(errno));
+		return errno;
+	}
+	chunk = malloc(1 << 16);
+	if (!chunk || sha256_init(&h) || gunzip_init(&g, UINT64_MAX)) {
+		free(chunk);
+		close(fd);
+		snprintf(why, whylen, "out of memory");
+		return ENOMEM;
+	}
+	err = 0;
+	while (!err && (n = read(fd, chunk, 1 << 16)) > 0)
+		err = gunzip_feed(&g, chunk, (size_t)n, hash_sink, &h, why,
+				  whylen);
+	if (!err && n < 0) {
+		err = errno;
+		snprintf(why, whylen, "%s", strerror(err));
+	}
+	if (!err)
+		err = gunzip_finish(&g, why, whylen);
+	gunzip_free(&g);
+	sha256_final(&h, hex);
+	free(chunk);
+	close(fd);
+	return err;
+}
+
+/* A page rendering's gzip'd copy, <hex>.gz (storage/blob.h): it must sit
+ * beside its blob and inflate to the blob's bytes. A bad one is deleted on
+ * repair (it is made again from the blob at the next refresh). */
+static void check_copy(struct ctx *c, const char *path, const char *sha)
+{
+	char hex[65], why[256] = "";
+
+	c->r->copies++;
+	if (!blob_exists(c->data_dir, sha)) {
+		/* (blob_remove takes the copy first: only a copy made while
+		 * its blob was evicted is left like this) */
+		c->r->unreferenced++;
+		fprintf(c->out, "gzip'd copy without its blob: %s\n", path);
+	} else if (hash_gz(path, hex, why, sizeof(why))) {
+		c->r->bad_blobs++;
+		fprintf(c->out, "corrupt: %s: %s\n", path, why);
+	} else if (strcmp(hex, sha) != 0) {
+		c->r->bad_blobs++;
+		fprintf(c->out, "corrupt: %s inflates to %s\n", path, hex);
+	} else {
+		return;
+	}
+	if (c->repair && unlink(path) == 0) {
+		c->r->repaired++;
+		fprintf(c->out, "repaired: removed %s\n", path);
 	}
 }
 
@@ -111,8 +188,18 @@ static void check_blob(struct ctx *c, const char *path, const char *a,
 		       const char *b, const char *name)
 {
 	char hex[65];
+	size_t len = strlen(name);
 	int err;
 
+	if (len == 64 + 3 && strcmp(name + 64, ".gz") == 0 &&
+	    strncmp(name, a, 2) == 0 && strncmp(name + 2, b, 2) == 0) {
+		memcpy(hex, name, 64);
+		hex[64] = '\0';
+		if (names_is_sha256(hex)) {
+			check_copy(c, path, hex);
+			return;
+		}
+	}
 	c->r->blobs++;
 	if (!names_is_sha256(name) || strncmp(name, a, 2) != 0 ||
 	    strncmp(name + 2, b, 2) != 0) {
@@ -317,11 +404,11 @@ int fsck_run(struct db *db, const char *data_dir, int repair, long grace,
 	fprintf(out, "%ld blobs, %ld bad, %ld unreferenced; %ld pages, %ld "
 		"dangling; %ld dead claims; %ld stray temp files; database %s; "
 		"%ld repaired; %ld inventory rows without blob; %ld lost "
-		"uploads\n",
+		"uploads; %ld gzip'd copies\n",
 		r->blobs, r->bad_blobs, r->unreferenced, r->pages,
 		r->dangling_pages, r->dead_flights, r->stray_temps,
 		r->db_bad ? "BAD" : "ok", r->repaired, r->lost_rows,
-		r->lost_uploads);
+		r->lost_uploads, r->copies);
 	return err;
 }
 

@@ -1,6 +1,7 @@
 /* fsck: checks the store against itself and the database.
  *
- * Every blob must hash to its name and sit at blobs/sha256/ab/cd/<hex>;
+ * Every blob must hash to its name and sit at blobs/sha256/ab/cd/<hex>,
+ * and a page rendering's gzip'd copy <hex>.gz beside it inflate to it;
  * every page row must point at renderings that exist; every blob must be
  * named by something (a page rendering, a listed file or its metadata, or
  * a rendering a refresh replaced, which the collector deletes after
@@ -23,6 +24,9 @@
 
 struct fsck_report {
 	long blobs;          /* blobs looked at */
+	long copies;         /* gzip'd copies of pages looked at (a bad one
+	                        counts in bad_blobs, one without its blob in
+	                        unreferenced) */
 	long bad_blobs;      /* hash differs from name, or misplaced */
 	long pages;
 	long dangling_pages; /* rendering missing from the store */

@@ -111,7 +111,7 @@ static int evict(struct db *db, const char *data_dir, const struct gc_opts *o,
 	long long now = (long long)time(NULL), cutoff = now - o->grace;
 	long long after_at = -1;
 	size_t n;
-	int err;
+	int err, rm;
 
 	while (r->evicted_bytes < need_bytes || r->evicted_bytes < need_free) {
 		err = db_blob_oldest(db, cutoff, after_at, after, rows, BATCH,
@@ -144,11 +144,13 @@ static int evict(struct db *db, const char *data_dir, const struct gc_opts *o,
 				r->kept++;
 				continue;
 			}
-			if (!o->dry_run &&
+			/* (its .gz copy too: the row's size counts both) */
+			rm = o->dry_run ? 0 : blob_remove(data_dir,
+			                                  rows[i].sha256);
+			if (rm && rm != ENOENT &&
 			    blob_path(data_dir, rows[i].sha256, path,
-			              sizeof(path)) == 0 &&
-			    unlink(path) < 0 && errno != ENOENT)
-				log_warn(errno, path, "evicting");
+			              sizeof(path)) == 0)
+				log_warn(rm, path, "evicting");
 			if (!o->dry_run) {
 				stats_add(STATS_EVICTED_BLOBS, 1);
 				stats_add(STATS_EVICTED_BYTES,
@@ -244,6 +246,7 @@ struct known {
 
 struct walk {
 	struct db *db;
+	const char *data_dir;
 	int dry_run;
 	struct known *rows; /* the inventory, sorted */
 	size_t n, cap;
@@ -284,6 +287,7 @@ static void add_file(struct walk *w, const char *dir, const char *name)
 	struct known key, *k;
 	char path[PATH_MAX];
 	struct stat st;
+	long long gz;
 
 	if (!names_is_sha256(name))
 		return;
@@ -298,8 +302,10 @@ static void add_file(struct walk *w, const char *dir, const char *name)
 	    stat(path, &st) < 0 || !S_ISREG(st.st_mode))
 		return;
 	w->added++;
+	gz = blob_gz_size(w->data_dir, name); /* a page's copy is its bytes */
 	if (!w->dry_run && !w->err)
-		w->err = db_blob_add_at(w->db, name, (long long)st.st_size,
+		w->err = db_blob_add_at(w->db, name,
+		                        (long long)st.st_size + (gz > 0 ? gz : 0),
 		                        (long long)st.st_mtime);
 }
 
@@ -340,7 +346,7 @@ static void walk_top(struct walk *w, const char *dir, const char *name)
 int gc_reconcile(struct db *db, const char *data_dir, int dry_run, long *added,
                  long *dropped)
 {
-	struct walk w = {.db = db, .dry_run = dry_run};
+	struct walk w = {.db = db, .data_dir = data_dir, .dry_run = dry_run};
 	char top[PATH_MAX];
 	int err;
 
