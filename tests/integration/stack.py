@@ -569,15 +569,17 @@ def shipped_body_directives(path=None):
     return out
 
 
-def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
+def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
+               page_cache=True):
     """The nginx.conf for a test stack, as conf/nginx.conf has it: / goes
     to larder over FastCGI (fcgi_port a TCP port, or "unix:PATH"), on kept
     connections unless keep_conn is False; project pages go through nginx's
     cache of them; /_larder/ is the internal location X-Accel-Redirect
-    answers come from. The one place to change it."""
+    answers come from (pages too, when page_cache is False: then nginx
+    keeps no copies of them). The one place to change it."""
     server = ("127.0.0.1:%d" % fcgi_port if isinstance(fcgi_port, int)
               else fcgi_port)
-    return nginx_main(prefix, """\
+    text = nginx_main(prefix, """\
     tcp_nopush on;
 
     # conf/nginx.conf's page cache
@@ -587,6 +589,12 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
         HIT         HIT;
         REVALIDATED REVALIDATED;
         default     $upstream_http_x_larder_cache;
+    }}
+
+    # conf/nginx.conf's ETag of a page's gzip'd copy
+    map "$sent_http_content_encoding:$upstream_http_etag" $larder_etag {{
+        '~^gzip:"(?<larder_etag_sha>[^"]+)"$' '"$larder_etag_sha-gz"';
+        default $upstream_http_etag;
     }}
 
     upstream larder {{
@@ -605,8 +613,11 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
         location /_larder/ {{
             internal;
             alias {data_dir}/;
+            gzip_static on;
+            gzip_proxied any;
+            gzip_http_version 1.0;
             etag off;
-            add_header ETag $upstream_http_etag;
+            add_header ETag $larder_etag;
             add_header Vary $upstream_http_vary;
             add_header X-Larder-Cache $upstream_http_x_larder_cache;
             add_header X-Larder-Held-Back $upstream_http_x_larder_held_back;
@@ -643,7 +654,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
             fastcgi_keep_conn {keep};
             fastcgi_pass larder;
             fastcgi_cache larder_pages;
-            fastcgi_cache_key "$request_uri|$http_accept";
+            fastcgi_cache_key "$request_uri|$http_accept|$http_accept_encoding";
             fastcgi_cache_revalidate on;
             fastcgi_buffer_size 16k;
             fastcgi_buffers 8 16k;
@@ -665,12 +676,20 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True):
         }}
     }}""".format(port=port, server=server, keep="on" if keep_conn else "off",
                  prefix=prefix, data_dir=data_dir.rstrip("/")), workers)
+    if not page_cache:
+        head, sep, pages = text.partition("location ~ /simple/")
+        pages = "\n".join(line for line in pages.split("\n")
+                          if "LARDER_PAGE_CACHE" not in line
+                          and "fastcgi_cache larder_pages;" not in line)
+        text = head + sep + pages
+    return text
 
 
 class Nginx:
     """nginx in the foreground with everything under workdir."""
 
-    def __init__(self, workdir, fcgi_port, data_dir, port=None, workers=1, keep_conn=True):
+    def __init__(self, workdir, fcgi_port, data_dir, port=None, workers=1, keep_conn=True,
+                 page_cache=True):
         self.dir = os.path.abspath(workdir)
         self.port = port or free_port()
         self.conf = os.path.join(self.dir, "nginx.conf")
@@ -680,7 +699,7 @@ class Nginx:
         os.makedirs(os.path.join(self.dir, "tmp"), exist_ok=True)
         with open(self.conf, "w") as f:
             f.write(nginx_conf(self.dir, self.port, fcgi_port, os.path.abspath(data_dir),
-                               workers, keep_conn))
+                               workers, keep_conn, page_cache))
 
     @property
     def base(self):
@@ -719,7 +738,8 @@ class Stack:
 
     def __init__(self, workdir, wheels, cache_ttl=300, html_only=False, workers=2,
                  larder_extra=None, larder_extra_text="", rate=None, nginx_workers=1,
-                 max_stale=86400, unix=False, keep_conn=True, root_pypi=None):
+                 max_stale=86400, unix=False, keep_conn=True, root_pypi=None,
+                 page_cache=True):
         self.dir = workdir
         self.standin = Standin(wheels, os.path.join(workdir, "standin"),
                                html_only=html_only, rate=rate)
@@ -732,6 +752,7 @@ class Stack:
         self.unix = unix
         self.keep_conn = keep_conn
         self.root_pypi = root_pypi
+        self.page_cache = page_cache
         self.larder = None
         self.nginx = None
 
@@ -748,7 +769,7 @@ class Stack:
             self.nginx = Nginx(os.path.join(self.dir, "nginx"),
                                self.larder.listen if self.unix else self.larder.port,
                                self.larder.data_dir, workers=self.nginx_workers,
-                               keep_conn=self.keep_conn)
+                               keep_conn=self.keep_conn, page_cache=self.page_cache)
             self.nginx.start()
         except BaseException:
             self.stop()
