@@ -75,6 +75,15 @@ static int etag_gz(const char *inm, const char *sha, int gz)
 	return plain == zipped ? gz : zipped;
 }
 
+/* Whether the web server keeps the Content-Encoding of an X-Sendfile
+ * answer (it sets LARDER_SENDFILE_GZIP=1 for larder). */
+static int keeps_encoding(struct req *r)
+{
+	const char *v = req_env(r, "LARDER_SENDFILE_GZIP");
+
+	return v && strcmp(v, "1") == 0;
+}
+
 /* The path of blob sha, or of its gzip'd copy when gz. */
 static int path_of(const struct conf *c, const char *sha, int gz, char *out,
 		   size_t outlen)
@@ -261,6 +270,11 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	    (o->inline_under > 0 &&
 	     (r->head || (o->inline_under > 1 &&
 	                  smaller(c, sha256, o->inline_under)))))
+		return stream(w, r, sha256, gz, o);
+	/* Apache's mod_xsendfile drops the Content-Encoding of what it is
+	 * handed: the copy goes out from here unless the web server says
+	 * it keeps it (lighttpd: conf/lighttpd.conf) */
+	if (gz && !keeps_encoding(r))
 		return stream(w, r, sha256, gz, o);
 	switch (c->sendfile) {
 	case CONF_SENDFILE_XSENDFILE:
