@@ -277,7 +277,7 @@ enum accept_format accept_from_format(const char *format)
 
 int accept_gzip(const char *h)
 {
-	int named = -1, any = -1; /* q of gzip and of "*", -1: not listed */
+	int named = -1; /* the q of gzip, -1: not named */
 	const char *p = h, *start;
 
 	while (p && *p) {
@@ -306,10 +306,8 @@ int accept_gzip(const char *h)
 		if ((span_is(coding, "gzip") || span_is(coding, "x-gzip")) &&
 		    q > named)
 			named = q;
-		else if (span_is(coding, "*") && q > any)
-			any = q;
 	}
-	return named >= 0 ? named > 0 : any > 0;
+	return named > 0;
 }
 
 /* ACCEPT_NONE (the 406 answer) and anything unknown get plain text. */

@@ -22,9 +22,11 @@ enum accept_format accept_choose(const char *accept);
 enum accept_format accept_from_format(const char *format);
 
 /* Returns 1 when an Accept-Encoding header value (RFC 9110 12.5.3) takes
- * gzip: "gzip" or "x-gzip" with a q above 0, or, when neither is named, a
- * "*" with a q above 0. A missing or empty header, "identity" alone, a q of
- * 0 or a malformed q give 0: the plain bytes. */
+ * gzip: "gzip" or "x-gzip" with a q above 0 (the highest where it is
+ * named twice). A missing or empty header, a q of 0 or a malformed q give
+ * 0: the plain bytes, which are never wrong. So does a "*" without gzip
+ * named, as nginx's gzip_static has it (so every web server answers a
+ * client alike), though RFC 9110 would allow gzip. */
 int accept_gzip(const char *accept_encoding);
 
 /* The Content-Type larder answers with for f. */

@@ -10,6 +10,8 @@ Each piece lives in its own directory (config, logs, pid and temp files) and
 listens on 127.0.0.1 on a port of its own.
 """
 
+import gzip
+import hashlib
 import http.client as httpclient
 import json
 import os
@@ -911,21 +913,44 @@ def data_listing(data_dir):
 
 
 def blobs(data_dir):
-    """{relative path: path} of every file under DATA/blobs."""
+    """{relative path: path} of every file under DATA/blobs but the gzip'd
+    copies of pages (gz_copies)."""
     top = os.path.join(data_dir, "blobs")
     out = {}
     for root, _, files in os.walk(top):
         for n in files:
+            if n.endswith(".gz"):
+                continue
             p = os.path.join(root, n)
             out[os.path.relpath(p, top)] = p
     return out
 
 
+def gz_copies(data_dir):
+    """{sha256: path} of every page's gzip'd copy, DATA/blobs/.../<hex>.gz."""
+    out = {}
+    for root, _, files in os.walk(os.path.join(data_dir, "blobs")):
+        for n in files:
+            if n.endswith(".gz"):
+                out[n[:-3]] = os.path.join(root, n)
+    return out
+
+
 def bad_blobs(data_dir):
     """Files under DATA/blobs whose content does not hash to their name (temp
-    files left behind included), or a blob outside sha256/ab/cd/:
+    files left behind included), or a blob outside sha256/ab/cd/, or a
+    gzip'd copy that does not inflate to its blob's bytes or has no blob:
     [(path, actual sha256)]."""
     bad = []
+    for sha, path in gz_copies(data_dir).items():
+        try:
+            with gzip.open(path) as f:
+                actual = hashlib.sha256(f.read()).hexdigest()
+        except (OSError, EOFError) as e:
+            actual = repr(e)
+        beside = os.path.join(os.path.dirname(path), sha)
+        if actual != sha or not os.path.exists(beside):
+            bad.append((path, actual))
     for rel, path in blobs(data_dir).items():
         name = os.path.basename(path)
         actual = sha256_file(path)

@@ -330,9 +330,10 @@ T(gzip)
 		{"x-gzip", 1},
 		{"br", 0},
 		{"deflate, br", 0},
-		{"*", 1},
+		{"*", 0},                           /* as nginx's gzip_static */
 		{"*;q=0", 0},
-		{"br, *;q=0.1", 1},
+		{"br, *;q=0.1", 0},
+		{"*, gzip;q=0.1", 1},
 		{"gzip;q=0", 0},
 		{"gzip; q=0.000", 0},
 		{"gzip;q=0.001", 1},
@@ -340,11 +341,13 @@ T(gzip)
 		{"gzip;q=0, *", 0},                 /* named beats the wildcard */
 		{"*, gzip;q=0", 0},
 		{"*;q=0, gzip", 1},
+		{"gzip;q=0.5, *;q=0", 1},
 		{"gzip;q=0, gzip;q=1", 1},          /* the highest q wins */
 		{"gzip;q=2", 0},                    /* no qvalue: left out */
 		{"gzip;q=", 0},
 		{"gzip;q", 0},
-		{"gzip;q=abc, *", 1},
+		{"gzip;q=abc, *", 0},
+		{"gzip;q=abc, gzip", 1},
 		{"gzip;level=\"9;q=0\"", 1},       /* quoted ; is no parameter */
 		{"gzipx", 0},
 		{"x gzip", 0},
