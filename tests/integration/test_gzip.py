@@ -277,24 +277,27 @@ def test_copies_counted_collected_and_evicted(stack):
     (total,), = db_rows(stack.data_dir, "SELECT sum(size) FROM blobs")
     assert total == stackmod.store_bytes(stack.data_dir)
 
-    # a refresh with other bytes: the old renderings and their copies go
+    # a refresh with other bytes (a file's size: the JSON rendering
+    # changes, the HTML one, which has no sizes, stays): the replaced one
+    # and its copy go
     stack.standin.control(sizes={wheels.A11: 1234})
     time.sleep(1.2)
     r = stack.get(path, accept=JSON_TYPE)  # (another key of nginx's cache)
     assert r.status == 200 and r.header("X-Larder-Cache") == "MISS", r
-    time.sleep(1.5)
+    time.sleep(2.2)  # (gc_grace, counted in whole seconds)
     stack.standin.control(sizes={wheels.A11: 4321})
     r = stack.get(path, accept=HTML_TYPE)
     assert r.status == 200 and r.header("X-Larder-Cache") == "MISS", r
     copies = stackmod.gz_copies(stack.data_dir)
-    for sha in (js, hs):
-        assert not os.path.exists(blob_file(stack.data_dir, sha)), sha
-        assert sha not in copies, sha
-    (_, _, js, hs), = page_rows(stack.data_dir)
+    assert not os.path.exists(blob_file(stack.data_dir, js)) and js not in copies
+    (_, _, js2, hs2), = page_rows(stack.data_dir)
+    assert js2 != js and hs2 == hs
+    js = js2
     assert js in copies and hs in copies
+    assert stackmod.bad_blobs(stack.data_dir) == []
 
-    # eviction: the page is stale, max_size tiny
-    time.sleep(1.5)
+    # eviction: the page is stale and unused past gc_grace, max_size tiny
+    time.sleep(3)
     (before,), = db_rows(stack.data_dir, "SELECT sum(size) FROM blobs")
     rc, out = larder_cmd(stack.larder, "gc", "--max-size", "1k")
     assert rc == 0, out
