@@ -58,6 +58,10 @@ party with an empty state) and warm, in rounds whose party order rotates:
   metasynth         cold PEP 658 metadata made by range reads (the upstream
                     advertising none) against the same upstream advertising
                     it (docs/s; metasynth.py, larder behind nginx only)
+  gzip-page         warm pages with and without Accept-Encoding: gzip, the
+                    0.5 MB page and a small one, 32 connections (req/s;
+                    compressed.py, larder behind nginx only)
+  gzip-bytes        the bytes of one such answer, each way
 
 and, for container images (oci.py: skopeo, Debian's docker-registry as the
 upstream and as a pull-through cache, larder's /v2/; skipped with the
@@ -116,6 +120,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
 import bounded as boundedmod  # noqa: E402
 import cooldown as cooldownmod  # noqa: E402
+import compressed as compressedmod  # noqa: E402
 import hosted as hostedmod  # noqa: E402
 import metasynth as metasynthmod  # noqa: E402
 import corpus as corpusmod  # noqa: E402
@@ -132,7 +137,7 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 PYPI_WORKLOADS = ["install", "parallel-install", "throughput-cold", "slow-misses",
                   "throughput-hot", "metadata", "cold-files", "swarm", "endpoints",
                   "bounded"] + hostedmod.WORKLOADS + cooldownmod.WORKLOADS + \
-    metasynthmod.WORKLOADS
+    metasynthmod.WORKLOADS + compressedmod.WORKLOADS
 WORKLOADS = PYPI_WORKLOADS + ocimod.WORKLOADS
 EXTRA_WORKLOADS = []
 MB = 1e6
@@ -1147,11 +1152,11 @@ class Bench:
 
     # -- swarm
 
-    def wrk(self, url, conns, seconds, accept=JSON_ACCEPT):
+    def wrk(self, url, conns, seconds, accept=JSON_ACCEPT, headers=()):
         threads = min(conns, 2)
         cmd = ["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % seconds,
                "--timeout", "10s",
-               "-H", "Accept: " + accept, url]
+               "-H", "Accept: " + accept] + [a for h in headers for a in ("-H", h)] + [url]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60).stdout
         m = re.search(r"Requests/sec:\s+([\d.]+)", out)
         reqs = re.search(r"(\d+) requests in", out)
@@ -1658,7 +1663,13 @@ def main(argv=None):
                   "cooldown-page": lambda: extra_goals.extend(
                       cooldownmod.run(bench, sys.modules[__name__])),
                   "metasynth": lambda: extra_goals.extend(
-                      metasynthmod.run(bench, sys.modules[__name__]))}.get(w)
+                      metasynthmod.run(bench, sys.modules[__name__])),
+                  # (one run measures both)
+                  "gzip-page": lambda: extra_goals.extend(
+                      compressedmod.run(bench, sys.modules[__name__])),
+                  "gzip-bytes": lambda: None
+                  if "gzip-page" in selected else extra_goals.extend(
+                      compressedmod.run(bench, sys.modules[__name__]))}.get(w)
             log("== %s" % w)
             if fn is None:
                 oci.run(w)

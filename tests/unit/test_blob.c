@@ -1,0 +1,122 @@
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "common/sha256.h"
+#include "storage/blob.h"
+#include "tests/unit/t.h"
+
+static char dir[] = "/tmp/larder-test-blob-XXXXXX";
+
+/* Inflates the gzip file at path into out (cap bytes). Returns the
+ * length, or -1. */
+static long inflate_file(const char *path, char *out, size_t cap)
+{
+	gzFile f = gzopen(path, "rb");
+	int n;
+
+	if (!f)
+		return -1;
+	n = gzread(f, out, (unsigned)cap);
+	gzclose(f);
+	return n;
+}
+
+static long long file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* A page that compresses gets its copy, which inflates to it; the size is
+ * both files'. */
+T(page_gets_copy)
+{
+	static char page[200000], back[200000];
+	char sha[65], want[65], path[PATH_MAX], gz[PATH_MAX];
+	long long size = 0;
+
+	for (size_t i = 0; i < sizeof(page); i++)
+		page[i] = "{\"files\": [\"a-1.0.whl\"]}\n"[i % 26];
+	CHECK_INT(sha256_hex(page, sizeof(page), want), 0);
+	CHECK_INT(blob_put_page(dir, page, sizeof(page), sha, &size), 0);
+	CHECK_STR(sha, want);
+	CHECK_INT(blob_path(dir, sha, path, sizeof(path)), 0);
+	CHECK_INT(blob_gz_path(dir, sha, gz, sizeof(gz)), 0);
+	CHECK_STR(gz + strlen(path), ".gz");
+	CHECK_INT(file_size(path), sizeof(page));
+	CHECK(blob_gz_size(dir, sha) > 0);
+	CHECK(blob_gz_size(dir, sha) < (long long)sizeof(page) / 10);
+	CHECK_INT(size, (long long)sizeof(page) + blob_gz_size(dir, sha));
+	CHECK_INT(inflate_file(gz, back, sizeof(back)), sizeof(page));
+	CHECK(memcmp(back, page, sizeof(page)) == 0);
+	/* stored again: the same bytes, the same size, nothing recompressed */
+	CHECK_INT(blob_put_page(dir, page, sizeof(page), sha, &size), 0);
+	CHECK_INT(size, (long long)sizeof(page) + blob_gz_size(dir, sha));
+	/* a blob from before copies were made gets one */
+	CHECK_INT(unlink(gz), 0);
+	CHECK_INT(blob_gz_size(dir, sha), -1);
+	CHECK_INT(blob_put_page(dir, page, sizeof(page), sha, &size), 0);
+	CHECK(blob_gz_size(dir, sha) > 0);
+	CHECK_INT(size, (long long)sizeof(page) + blob_gz_size(dir, sha));
+	/* removed: the copy and the blob */
+	CHECK_INT(blob_remove(dir, sha), 0);
+	CHECK_INT(file_size(path), -1);
+	CHECK_INT(file_size(gz), -1);
+	CHECK_INT(blob_remove(dir, sha), ENOENT);
+}
+
+/* Bytes whose gzip is no smaller get no copy; the empty page neither. */
+T(incompressible_has_none)
+{
+	static unsigned char noise[4096];
+	unsigned x = 12345;
+	char sha[65];
+	long long size = 0;
+
+	for (size_t i = 0; i < sizeof(noise); i++) {
+		x = x * 1103515245u + 12345u;
+		noise[i] = (unsigned char)(x >> 16);
+	}
+	CHECK_INT(blob_put_page(dir, noise, sizeof(noise), sha, &size), 0);
+	CHECK_INT(blob_gz_size(dir, sha), -1);
+	CHECK_INT(size, sizeof(noise));
+	CHECK(blob_exists(dir, sha));
+	CHECK_INT(blob_put_page(dir, "", 0, sha, &size), 0);
+	CHECK_INT(blob_gz_size(dir, sha), -1);
+	CHECK_INT(size, 0);
+	/* no temp file is left behind either way */
+	{
+		char tmp[PATH_MAX];
+
+		snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+		CHECK_INT(rmdir(tmp), 0);
+		CHECK_INT(mkdir(tmp, 0755), 0);
+	}
+}
+
+static int rm_tree(const char *top)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+	return system(cmd);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir) || blob_init(dir))
+		return 1;
+	RUN(page_gets_copy);
+	RUN(incompressible_has_none);
+	rm_tree(dir);
+	return t_done();
+}
