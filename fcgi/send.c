@@ -184,6 +184,36 @@ static void handed_over(const struct conf *c, struct req *r,
 		r->bytes = to - from + 1;
 }
 
+/* Sends blob sha256, or its gzip'd copy when gz, in the representation's
+ * headers: by X-Sendfile, or by larder itself when inl says so, in stream
+ * mode, and for a copy a web server would strip of its Content-Encoding.
+ * Returns as stream(). */
+static int send_one(struct worker *w, struct req *r, const char *sha256,
+		    int gz, int inl, const struct send_opts *o)
+{
+	const struct conf *c = w->conf;
+	char rel[128];
+
+	/* a different representation: a strong ETag of the plain bytes
+	 * must not name it */
+	req_header(r, "ETag", "\"%s%s\"", sha256, gz ? "-gz" : "");
+	if (gz)
+		req_header(r, "Content-Encoding", "gzip");
+	/* Apache's mod_xsendfile drops the Content-Encoding of what it is
+	 * handed: the copy goes out from here unless the web server says
+	 * it keeps it (lighttpd: conf/lighttpd.conf) */
+	if (inl || c->sendfile != CONF_SENDFILE_XSENDFILE ||
+	    (gz && !keeps_encoding(r)) ||
+	    blob_relpath(sha256, rel, sizeof(rel)))
+		return stream(w, r, sha256, gz, o);
+	req_header(r, "X-Sendfile", "%s/%s%s", c->data_dir, rel,
+		   gz ? ".gz" : "");
+	if (req_start(r, 200))
+		return EPIPE;
+	handed_over(c, r, sha256, gz, o);
+	return 0;
+}
+
 const char *send_immutable(const struct req *r)
 {
 	return r->private_index ? SEND_PRIVATE_IMMUTABLE : SEND_IMMUTABLE;
@@ -201,8 +231,9 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	const struct conf *c = w->conf;
 	const char *cc = o->cache_control;
 	const char *inm = req_env(r, "HTTP_IF_NONE_MATCH");
+	size_t mark = req_header_mark(r), rep;
 	char rel[128];
-	int rc, gz;
+	int rc, gz, inl;
 
 	rc = blob_relpath(sha256, rel, sizeof(rel));
 	if (rc)
@@ -247,10 +278,11 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 		return req_start(r, 304) ? EPIPE : 0;
 	}
 	/* (an inline_under of 1 is HEADs only: no stat for a GET) */
-	if (!o->inline_body && c->sendfile == CONF_SENDFILE_ACCEL &&
-	    !(o->inline_under > 0 &&
-	      (r->head || (o->inline_under > 1 &&
-	                   smaller(c, sha256, o->inline_under))))) {
+	inl = o->inline_body ||
+	      (o->inline_under > 0 &&
+	       (r->head || (o->inline_under > 1 &&
+	                    smaller(c, sha256, o->inline_under))));
+	if (!inl && c->sendfile == CONF_SENDFILE_ACCEL) {
 		/* nginx picks the copy itself (gzip_static in the internal
 		 * location) and gives its ETag the "-gz" (conf/nginx.conf) */
 		req_header(r, "ETag", "\"%s\"", sha256);
@@ -261,31 +293,14 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 		handed_over(c, r, sha256, 0, o);
 		return 0;
 	}
-	/* a different representation: a strong ETag of the plain bytes
-	 * must not name it */
-	req_header(r, "ETag", "\"%s%s\"", sha256, gz ? "-gz" : "");
-	if (gz)
-		req_header(r, "Content-Encoding", "gzip");
-	if (o->inline_body ||
-	    (o->inline_under > 0 &&
-	     (r->head || (o->inline_under > 1 &&
-	                  smaller(c, sha256, o->inline_under)))))
-		return stream(w, r, sha256, gz, o);
-	/* Apache's mod_xsendfile drops the Content-Encoding of what it is
-	 * handed: the copy goes out from here unless the web server says
-	 * it keeps it (lighttpd: conf/lighttpd.conf) */
-	if (gz && !keeps_encoding(r))
-		return stream(w, r, sha256, gz, o);
-	switch (c->sendfile) {
-	case CONF_SENDFILE_XSENDFILE:
-		req_header(r, "X-Sendfile", "%s/%s%s", c->data_dir, rel,
-			   gz ? ".gz" : "");
-		if (req_start(r, 200))
-			return EPIPE;
-		handed_over(c, r, sha256, gz, o);
-		return 0;
-	case CONF_SENDFILE_STREAM:
-	default:
-		return stream(w, r, sha256, gz, o);
+	rep = req_header_mark(r);
+	rc = send_one(w, r, sha256, gz, inl, o);
+	if (rc == ENOENT && gz) {
+		/* the copy went meanwhile (fsck --repair): the plain bytes */
+		req_header_rewind(r, rep);
+		rc = send_one(w, r, sha256, 0, inl, o);
 	}
+	if (rc) /* nothing sent: the caller answers, without our headers */
+		req_header_rewind(r, mark);
+	return rc;
 }
