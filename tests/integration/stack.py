@@ -657,6 +657,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
             fastcgi_pass larder;
             fastcgi_cache larder_pages;
             fastcgi_cache_key "$request_uri|$http_accept|$http_accept_encoding";
+            tcp_nopush off;
             fastcgi_cache_revalidate on;
             fastcgi_buffer_size 16k;
             fastcgi_buffers 8 16k;
