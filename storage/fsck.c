@@ -103,8 +103,8 @@ static void quarantine(struct ctx *c, const char *path, const char *name)
 		return;
 	if (rename(path, dest) == 0) {
 		/* its .gz copy, made from what it held, goes too */
-		if (blob_gz_path(c->data_dir, name, dest, sizeof(dest)) == 0)
-			unlink(dest);
+		if (blob_gz_path(c->data_dir, name, dir, sizeof(dir)) == 0)
+			unlink(dir);
 		db_blob_delete(c->db, name);
 		c->r->repaired++;
 		fprintf(c->out, "repaired: moved %s to %s\n", path, dest);
