@@ -81,10 +81,12 @@ static int store(struct build *b, const char *ix, const char *key,
 {
 	struct worker *w = b->w;
 	struct db_page row = {.status = 200};
+	long long size = 0; /* its bytes in the store, the .gz copy too */
 	int rc;
 
 	worker_make_room(w, w->db, (long long)doc->len);
-	rc = blob_put(w->conf->data_dir, doc->data, doc->len, b->sha);
+	rc = blob_put_page(w->conf->data_dir, doc->data, doc->len, b->sha,
+			   &size);
 	if (rc) {
 		snprintf(b->err, sizeof(b->err), "storing the document: %s",
 			 strerror(rc));
@@ -99,7 +101,7 @@ static int store(struct build *b, const char *ix, const char *key,
 	memcpy(row.html_sha, b->sha, sizeof(row.html_sha));
 	rc = db_begin(w->db);
 	if (!rc)
-		rc = db_blob_add(w->db, b->sha, (long long)doc->len);
+		rc = db_blob_add(w->db, b->sha, size);
 	if (!rc)
 		rc = db_page_put(w->db, ix, key, &row);
 	if (!rc && have)
@@ -112,7 +114,7 @@ static int store(struct build *b, const char *ix, const char *key,
 			 "database error");
 		return rc;
 	}
-	lru_added((long long)doc->len);
+	lru_added(size);
 	return 0;
 }
 
@@ -202,7 +204,7 @@ void pyapi_serve(struct worker *w, struct req *r, const struct route *rt)
 {
 	const struct conf *c = w->conf;
 	const char *index = c->index[rt->index].name;
-	struct send_opts o = {.content_type = "application/json"};
+	struct send_opts o = {.content_type = "application/json", .gzip = 1};
 	struct build b = {.w = w, .rt = rt};
 	char version[DISTNAME_VERSION_MAX], ix[CONF_MAX_NAME + 8];
 	char key[ROUTE_MAX_PATH * 3], prefix[ROUTE_MAX_PATH + 200];

@@ -8,7 +8,8 @@ nginx picks the copy itself (gzip_static in the internal location) when
 pages go out by X-Accel-Redirect, and larder sends it when nginx's page
 cache is on; lighttpd is handed it by X-Sendfile; behind Apache (whose
 mod_xsendfile drops Content-Encoding) and in stream mode larder sends it.
-Checked for cache, hosted and virtual (merged) pages, JSON and HTML, GET,
+Checked for cache, hosted and virtual (merged) pages, JSON and HTML, and
+the JSON API's documents (stored and sent alike), GET,
 HEAD, 304 and Range; pip installs with it; the collector, eviction and
 fsck treat a copy as part of its blob.
 """
@@ -53,11 +54,11 @@ def sha256(data):
     return hashlib.sha256(data).hexdigest()
 
 
-def vary(r):
+def vary_of(r):
     return {v.strip().lower() for h in r.header_all("Vary") for v in h.split(",")}
 
 
-def check_page(get, path, accept, data_dir):
+def check_page(get, path, accept, data_dir, vary=("accept", "accept-encoding")):
     """GETs path (a function get(path, headers, method)) with each of
     ENCODINGS, and HEAD, a 304 and a Range for each: the copy when the
     client takes gzip, the plain bytes otherwise, the same page either
@@ -78,7 +79,7 @@ def check_page(get, path, accept, data_dir):
         what = "%s, Accept-Encoding %r" % (path, ae)
         r = get(path, h)
         assert r.status == 200 and r.complete, (what, r)
-        assert {"accept", "accept-encoding"} <= vary(r), (what, r.headers)
+        assert set(vary) <= vary_of(r), (what, r.headers)
         assert int(r.header("Content-Length")) == len(r.body), what
         assert r.header("Content-Type") == plain.header("Content-Type"), (what, r.headers)
         if zipped:
@@ -177,6 +178,9 @@ def test_nginx_pages(stack, tmp_path):
     for path in paths:
         for accept in (JSON_TYPE, HTML_TYPE):
             check_page(get, path, accept, stack.data_dir)
+    # the JSON API's documents are stored and sent the same way
+    for path in ("/pypi/pypi/larder-demo-a/json", "/root/pypi/pypi/larder-demo-a/1.1/json"):
+        check_page(get, path, "application/json", stack.data_dir, vary=("accept-encoding",))
     assert stackmod.bad_blobs(stack.data_dir) == []
     rc, out = larder_cmd(stack.larder, "fsck")
     assert rc == 0, out
@@ -249,6 +253,8 @@ def test_frontend_pages(fe, tmp_path):
                  "/root/fallback/simple/larder-demo-c/"):
         for accept in (JSON_TYPE, HTML_TYPE):
             check_page(get, path, accept, fe.data_dir)
+    check_page(get, "/pypi/pypi/larder-demo-a/json", "application/json", fe.data_dir,
+               vary=("accept-encoding",))
     venv = stackmod.make_venv(str(tmp_path / "venv"))
     rc, out = stackmod.pip_install(venv, fe.url, ["larder-demo-a"])
     assert rc == 0, out
