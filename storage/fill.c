@@ -69,6 +69,42 @@ static int check(const struct fill_want *want, int fd, const char *sha,
 	return 0;
 }
 
+/* Ends the claim f on key after a fetch or a making that ended with rc:
+ * the blob sha256 of size bytes (when rc is 0), the metadata hash of the
+ * file meta_of (when not NULL), the outcome and the end of the claim in
+ * one transaction; then lets go of the temp file and its lock. */
+static void settle(struct db *db, struct flight *f, const char *key, int rc,
+		   const char *sha256, long long size, const char *meta_of,
+		   const char *err)
+{
+	int dberr = db_begin(db);
+
+	if (!dberr && !rc)
+		dberr = db_blob_add(db, sha256, size);
+	if (!dberr && !rc && meta_of)
+		dberr = db_file_set_meta(db, meta_of, sha256);
+	if (!dberr)
+		dberr = db_outcome_put(db, key, sha256, rc ? err : "");
+	if (!dberr)
+		dberr = flight_done(db, f);
+	if (!dberr)
+		dberr = db_commit(db);
+	if (dberr) {
+		db_rollback(db);
+		flight_done(db, f);
+		/* the blob is in the store: the collector must know it, or
+		 * only a reconciling `larder gc' would ever find it */
+		if (!rc)
+			dberr = db_blob_add(db, sha256, size);
+	}
+	if (!rc && !dberr)
+		lru_added(size);
+	if (rc)
+		unlink(f->tmp);
+	close(f->fd); /* lets go of the lock */
+	f->fd = -1;
+}
+
 int fill_run(struct db *db, const char *data_dir, struct flight *f,
 	     const struct fill_want *want, const struct fill_hooks *hooks,
 	     char sha256[65], char *err, size_t errlen)
@@ -78,7 +114,7 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 	struct fetch_hooks fh = {.size = on_size, .progress = on_progress,
 				 .ctx = &r};
 	long long size = -1;
-	int rc, dberr;
+	int rc;
 
 	sha256[0] = '\0';
 	if (health_down(db, want->url, err, errlen)) {
@@ -108,30 +144,7 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 		log_error(rc, want->key, "%s", err);
 		sha256[0] = '\0';
 	}
-	/* the outcome and the end of the claim in one transaction */
-	dberr = db_begin(db);
-	if (!dberr && !rc)
-		dberr = db_blob_add(db, sha256, size);
-	if (!dberr)
-		dberr = db_outcome_put(db, want->key, sha256, rc ? err : "");
-	if (!dberr)
-		dberr = flight_done(db, f);
-	if (!dberr)
-		dberr = db_commit(db);
-	if (dberr) {
-		db_rollback(db);
-		flight_done(db, f);
-		/* the blob is in the store: the collector must know it, or
-		 * only a reconciling `larder gc' would ever find it */
-		if (!rc)
-			dberr = db_blob_add(db, sha256, size);
-	}
-	if (!rc && !dberr)
-		lru_added(size);
-	if (rc)
-		unlink(f->tmp);
-	close(f->fd); /* lets go of the lock */
-	f->fd = -1;
+	settle(db, f, want->key, rc, sha256, size, NULL, err);
 	return rc;
 }
 
@@ -139,7 +152,7 @@ int fill_made(struct db *db, const char *data_dir, struct flight *f,
 	      const void *bytes, size_t len, const char *meta_of,
 	      const char *reason, char sha256[65], char *err, size_t errlen)
 {
-	int rc = 0, dberr;
+	int rc = 0;
 	size_t off = 0;
 
 	sha256[0] = '\0';
@@ -173,28 +186,6 @@ int fill_made(struct db *db, const char *data_dir, struct flight *f,
 	}
 	if (rc)
 		sha256[0] = '\0';
-	dberr = db_begin(db);
-	if (!dberr && !rc)
-		dberr = db_blob_add(db, sha256, (long long)len);
-	if (!dberr && !rc && meta_of)
-		dberr = db_file_set_meta(db, meta_of, sha256);
-	if (!dberr)
-		dberr = db_outcome_put(db, f->key, sha256, rc ? err : "");
-	if (!dberr)
-		dberr = flight_done(db, f);
-	if (!dberr)
-		dberr = db_commit(db);
-	if (dberr) {
-		db_rollback(db);
-		flight_done(db, f);
-		if (!rc)
-			dberr = db_blob_add(db, sha256, (long long)len);
-	}
-	if (!rc && !dberr)
-		lru_added((long long)len);
-	if (rc)
-		unlink(f->tmp);
-	close(f->fd);
-	f->fd = -1;
+	settle(db, f, f->key, rc, sha256, (long long)len, meta_of, err);
 	return rc;
 }
