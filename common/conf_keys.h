@@ -1,10 +1,10 @@
 /* conf_keys: the internals the conf_*.c files share; nothing else includes it.
  *
  * conf_keys.c holds the table of keys and the types of their values, the
- * checks the table names and the parsing of one value; conf.c the parser,
- * conf_check.c the checks on the declared indexes and registries as a
- * whole, conf_man.c conf_dump() and conf_man(). They all work from the one
- * table.
+ * checks the table names and the rules for index and registry names;
+ * conf_value.c the parsing of one value; conf.c the parser; conf_check.c
+ * the checks on the declared indexes and registries as a whole;
+ * conf_man.c conf_dump() and conf_man(). They all work from the one table.
  */
 #ifndef LARDER_CONF_KEYS_H
 #define LARDER_CONF_KEYS_H
@@ -85,6 +85,10 @@ int conf_is_ws(int ch);
 /* True for a control character (below 0x20, or DEL). */
 int conf_is_ctl(int ch);
 
+/* True for a-z or 0-9; conf_is_alnum() takes A-Z too. */
+int conf_is_lower_digit(int ch);
+int conf_is_alnum(int ch);
+
 /* Returns key k's field in base (a struct conf, conf_index or
  * conf_registry, as k's section says). */
 void *conf_field(void *base, const struct conf_key *k);
@@ -111,7 +115,7 @@ int conf_is_inherited(const void *base, const struct conf_key *k);
 /* Marks base's inheriting keys of section unset (conf_key.inherit). */
 void conf_set_inherited(void *base, const char *section);
 
-/* Parses v as key k into base; returns 0, ENOMEM or EINVAL (conf_keys.c). */
+/* Parses v as key k into base; returns 0, ENOMEM or EINVAL (conf_value.c). */
 int conf_set_value(void *base, const struct conf_key *k, const char *v,
                    const char **why, const char **form);
 
