@@ -363,14 +363,13 @@ static int add_attr(struct buf *b, const char *name, const char *prefix,
 	return err;
 }
 
-static int html_render_file(const struct simple_file *f, int provenance,
-			    struct buf *b)
+/* Writes f's URL relative to the page, escaped, with suffix after it
+ * ("" for the file, ".provenance" for its provenance). */
+static int add_files_url(struct buf *b, const struct simple_file *f,
+			 const char *suffix)
 {
-	static const char *const meta_attrs[] = {"data-core-metadata",
-						 "data-dist-info-metadata"};
-	int err;
+	int err = buf_adds(b, "../../files/");
 
-	err = buf_adds(b, "<a href=\"../../files/");
 	if (!err)
 		err = buf_add_html(b, f->sha256);
 	if (!err)
@@ -378,7 +377,20 @@ static int html_render_file(const struct simple_file *f, int provenance,
 	if (!err)
 		err = buf_add_html(b, f->filename);
 	if (!err)
-		err = buf_adds(b, "#sha256=");
+		err = buf_adds(b, suffix);
+	return err;
+}
+
+static int html_render_file(const struct simple_file *f, int provenance,
+			    struct buf *b)
+{
+	static const char *const meta_attrs[] = {"data-core-metadata",
+						 "data-dist-info-metadata"};
+	int err;
+
+	err = buf_adds(b, "<a href=\"");
+	if (!err)
+		err = add_files_url(b, f, "#sha256=");
 	if (!err)
 		err = buf_add_html(b, f->sha256);
 	if (!err)
@@ -399,15 +411,9 @@ static int html_render_file(const struct simple_file *f, int provenance,
 	/* larder's own URL, never the upstream's: the bytes come through
 	 * the cache like the file's */
 	if (!err && provenance && f->provenance) {
-		err = buf_adds(b, " data-provenance=\"../../files/");
+		err = buf_adds(b, " data-provenance=\"");
 		if (!err)
-			err = buf_add_html(b, f->sha256);
-		if (!err)
-			err = buf_adds(b, "/");
-		if (!err)
-			err = buf_add_html(b, f->filename);
-		if (!err)
-			err = buf_adds(b, ".provenance\"");
+			err = add_files_url(b, f, ".provenance\"");
 	}
 	if (!err)
 		err = buf_adds(b, ">");
