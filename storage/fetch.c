@@ -381,6 +381,22 @@ int fetch_is_redirect(long status)
 	       status == 307 || status == 308;
 }
 
+CURLcode fetch_perform(CURL *c, const struct fetch_opts *o, const char *url,
+		       long *status)
+{
+	struct curl_slist *hdrs = fetch_add_auth(NULL, o, url);
+	CURLcode rc;
+
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	rc = curl_easy_perform(c);
+	fetch_count_received(c);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(hdrs);
+	*status = 0;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	return rc;
+}
+
 static size_t page_body(char *p, size_t size, size_t n, void *ctx)
 {
 	struct fetch_page *r = ctx;
@@ -665,7 +681,6 @@ int fetch_file(const struct fetch_opts *o, const char *url, long long size,
 {
 	char errbuf[CURL_ERROR_SIZE];
 	char cur[FETCH_URL_MAX], range[64];
-	struct curl_slist *hdrs;
 	struct file_ctx f;
 	struct head h;
 	int attempt = 0, hops = 0, ret;
@@ -700,14 +715,7 @@ int fetch_file(const struct fetch_opts *o, const char *url, long long size,
 		}
 		curl_easy_setopt(f.c, CURLOPT_WRITEFUNCTION, file_body);
 		curl_easy_setopt(f.c, CURLOPT_WRITEDATA, &f);
-		hdrs = fetch_add_auth(NULL, o, cur);
-		curl_easy_setopt(f.c, CURLOPT_HTTPHEADER, hdrs);
-		rc = curl_easy_perform(f.c);
-		fetch_count_received(f.c);
-		curl_easy_setopt(f.c, CURLOPT_HTTPHEADER, NULL);
-		curl_slist_free_all(hdrs);
-		status = 0;
-		curl_easy_getinfo(f.c, CURLINFO_RESPONSE_CODE, &status);
+		rc = fetch_perform(f.c, o, cur, &status);
 		if (f.write_err) {
 			ret = f.write_err;
 			snprintf(err, errlen, "%s: writing the temp file: %s",

@@ -50,6 +50,11 @@ int fetch_is_redirect(long status);
 struct curl_slist *fetch_add_auth(struct curl_slist *list,
 				  const struct fetch_opts *o, const char *url);
 
+/* Performs the transfer set up on c, with the Authorization o carries for
+ * url, counts what it received, and sets *status (0 when none came). */
+CURLcode fetch_perform(CURL *c, const struct fetch_opts *o, const char *url,
+		       long *status);
+
 /* Whether a failure is worth another try. */
 int fetch_transient_curl(CURLcode rc);
 int fetch_transient_status(long status);

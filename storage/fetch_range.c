@@ -78,7 +78,6 @@ int fetch_range(const struct fetch_opts *o, const char *url, uint64_t off,
 		long long *total, char *err, size_t errlen)
 {
 	char errbuf[CURL_ERROR_SIZE], cur[FETCH_URL_MAX], spec[64];
-	struct curl_slist *hdrs;
 	struct range_ctx r;
 	struct head h;
 	int attempt = 0, hops = 0, ret;
@@ -117,14 +116,7 @@ int fetch_range(const struct fetch_opts *o, const char *url, uint64_t off,
 		curl_easy_setopt(r.c, CURLOPT_RANGE, spec);
 		curl_easy_setopt(r.c, CURLOPT_WRITEFUNCTION, range_body);
 		curl_easy_setopt(r.c, CURLOPT_WRITEDATA, &r);
-		hdrs = fetch_add_auth(NULL, o, cur);
-		curl_easy_setopt(r.c, CURLOPT_HTTPHEADER, hdrs);
-		rc = curl_easy_perform(r.c);
-		fetch_count_received(r.c);
-		curl_easy_setopt(r.c, CURLOPT_HTTPHEADER, NULL);
-		curl_slist_free_all(hdrs);
-		status = 0;
-		curl_easy_getinfo(r.c, CURLINFO_RESPONSE_CODE, &status);
+		rc = fetch_perform(r.c, o, cur, &status);
 		if (fetch_is_redirect(status)) {
 			ret = fetch_follow_redirect(r.c, o, cur, sizeof(cur),
 						  &hops, err, errlen);
