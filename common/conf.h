@@ -41,6 +41,15 @@ enum conf_policy {
 	CONF_POLICY_NO_FALLBACK,   /* "no-fallback": hosted layers only */
 };
 
+/* What larder makes of a wheel whose upstream advertises no PEP 658
+ * metadata (docs/reliability.md, "What larder vouches for"). */
+enum conf_synth {
+	CONF_SYNTH_RANGES,   /* "ranges": read by range requests, provisional
+	                        until the whole wheel is fetched and verified */
+	CONF_SYNTH_VERIFIED, /* "verified": from the whole wheel, verified */
+	CONF_SYNTH_NO,       /* "no": none, a 404 as PyPI answers */
+};
+
 /* Who may read an index. */
 enum conf_read {
 	CONF_READ_ANONYMOUS, /* "anonymous": anyone */
@@ -70,6 +79,7 @@ struct conf_index {
 	char *release_age_exempt;       /* normalised project globs */
 	int offline;                    /* 0/1 */
 	long stale_while_revalidate;    /* seconds */
+	int synthesize_metadata;        /* enum conf_synth */
 };
 
 enum conf_library {
@@ -112,6 +122,7 @@ struct conf {
 	long max_size;          /* bytes the blob store may hold; 0 = no limit */
 	long min_free;          /* percent of the file system kept free */
 	int prefetch_metadata;  /* 0/1: fetch the likely next .metadata */
+	int synthesize_metadata; /* enum conf_synth */
 	int trust_forwarded;    /* 0/1 */
 	long max_requests;      /* per worker before it is recycled; 0 = never */
 	long workers;           /* kept on a listening socket */

@@ -31,6 +31,10 @@ _Static_assert(CONF_POLICY_PRIVATE_FIRST == 0 && CONF_POLICY_FALLBACK == 1 &&
 _Static_assert(sizeof(enum conf_read) == sizeof(int), "enum size");
 _Static_assert(CONF_READ_ANONYMOUS == 0 && CONF_READ_TOKEN == 1,
                "read_values order");
+_Static_assert(sizeof(enum conf_synth) == sizeof(int), "enum size");
+_Static_assert(CONF_SYNTH_RANGES == 0 && CONF_SYNTH_VERIFIED == 1 &&
+                   CONF_SYNTH_NO == 2,
+               "synth_values order");
 _Static_assert(CONF_LIBRARY_AUTO == 0 && CONF_LIBRARY_YES == 1 &&
                    CONF_LIBRARY_NO == 2,
                "library_values order");
@@ -85,6 +89,7 @@ static const char *const policy_values[] = {"private-first", "fallback",
                                             "no-fallback", NULL};
 static const char *const read_values[] = {"anonymous", "token", NULL};
 static const char *const library_values[] = {"auto", "yes", "no", NULL};
+static const char *const synth_values[] = {"ranges", "verified", "no", NULL};
 
 static const char *at_least_one(void *field);
 static const char *check_layers(void *field);
@@ -207,6 +212,21 @@ const struct conf_key conf_keys[] = {
              "answered, so that the request for it finds it here or on "
              "its way. A few kilobytes per page; nothing for projects of "
              "platform wheels only, and nothing in CGI mode."},
+    {LARDER(synthesize_metadata), T_ENUM, "ranges", .values = synth_values,
+     .help = "What larder serves as a wheel's PEP 658 metadata when the "
+             "upstream advertises none. ranges: read with a few range "
+             "requests of the upstream wheel, which is quick but not "
+             "verified (the wheel's sha256 covers all of it), so it is "
+             "served as provisional: X-Larder-Metadata: provisional, no "
+             "ETag, fresh for cache_ttl only, and pages advertise it "
+             "without a hash; once the whole wheel is fetched and "
+             "verified, it is read again from the verified file, which "
+             "replaces it (a difference is logged and counted in "
+             "larder_metadata_mismatch_total). verified: the whole wheel is "
+             "fetched, verified and stored first (what an install would "
+             "fetch anyway), and the metadata read from it. no: none is "
+             "made, a 404 as PyPI answers, and pages advertise none. A "
+             "cache index may set its own."},
     {LARDER(trust_forwarded), T_BOOL, "no",
      .help = "Believe the X-Forwarded-* headers of a request (client "
              "address, scheme, host). Turn it on only behind a proxy you "
@@ -316,6 +336,11 @@ const struct conf_key conf_keys[] = {
     {INDEX(stale_while_revalidate), T_SECONDS, NULL, .inherit = 1,
      .help = "This cache index's stale_while_revalidate; unset, the "
              "[larder] one.",
+     .types = CONF_FOR(CONF_INDEX_CACHE)},
+    {INDEX(synthesize_metadata), T_ENUM, NULL, .values = synth_values,
+     .inherit = 1,
+     .help = "This cache index's synthesize_metadata; unset, the [larder] "
+             "one.",
      .types = CONF_FOR(CONF_INDEX_CACHE)},
     {REGISTRY(upstream), T_URL, NULL,
      .help = "Required. The registry this one caches, e.g. "

@@ -2093,7 +2093,7 @@ T(sample_config)
 		         sscanf(line, "%63[a-z_] = ", lkeys[nkeys]) == 1)
 			nkeys++;
 	}
-	CHECK_INT(nkeys, 26);
+	CHECK_INT(nkeys, 27);
 	for (size_t i = 0; i < nkeys; i++) {
 		snprintf(pat, sizeof(pat), "\n# %s = ", lkeys[i]);
 		CHECK_CONTAINS(text, pat);
@@ -2144,6 +2144,44 @@ T(sample_config)
 	conf_free(&c);
 	conf_free(&def);
 	free(text);
+}
+
+/* synthesize_metadata: ranges by default; an index's own value wins over
+ * [larder]'s, which it follows when unset; a word outside the three is
+ * refused. */
+T(synthesize_metadata_key)
+{
+	struct conf c;
+	int pypi, own;
+
+	CHECK_INT(conf_defaults(&c), 0);
+	CHECK_INT(c.synthesize_metadata, CONF_SYNTH_RANGES);
+	pypi = conf_index_find(&c, "pypi");
+	CHECK(pypi >= 0);
+	CHECK_INT(c.index[pypi].synthesize_metadata, -1);
+	conf_free(&c);
+
+	CHECK_INT(parse(&c, "[index \"own\"]\ntype = cache\n"
+	                    "upstream = https://u.example/simple/\n"
+	                    "synthesize_metadata = verified\n"
+	                    "[index \"other\"]\ntype = cache\n"
+	                    "upstream = https://v.example/simple/\n"
+	                    "[larder]\nsynthesize_metadata = no\n"),
+	          0);
+	CHECK_STR(errbuf, "");
+	own = conf_index_find(&c, "own");
+	pypi = conf_index_find(&c, "other");
+	CHECK(own >= 0 && pypi >= 0);
+	CHECK_INT(conf_inherit(c.index[own].synthesize_metadata,
+	                       c.synthesize_metadata),
+	          CONF_SYNTH_VERIFIED);
+	CHECK_INT(conf_inherit(c.index[pypi].synthesize_metadata,
+	                       c.synthesize_metadata),
+	          CONF_SYNTH_NO);
+	conf_free(&c);
+	CHECK(parse(&c, "[larder]\nsynthesize_metadata = sometimes\n") != 0);
+	CHECK_CONTAINS(errbuf, "synthesize_metadata");
+	conf_free(&c);
 }
 
 /* min_release_age, exclude_newer, release_age_exempt, offline and
@@ -2336,5 +2374,6 @@ int main(void)
 	RUN(load_default_file);
 	RUN(load_bad_files);
 	RUN(sample_config);
+	RUN(synthesize_metadata_key);
 	return t_done();
 }
