@@ -138,6 +138,10 @@ void status_metrics(struct worker *w, struct req *r)
 	        s->counter[STATS_EVICTED_BLOBS]);
 	counter(&b, "evicted_bytes_total", "Bytes of the blobs evicted.",
 	        s->counter[STATS_EVICTED_BYTES]);
+	counter(&b, "metadata_mismatch_total",
+	        "Provisional metadata (from range reads) that the verified "
+	        "wheel's own contradicted; the verified one replaced it.",
+	        s->counter[STATS_META_MISMATCH]);
 	if (f->in_flight >= 0) {
 		family(&b, "fetches_in_flight", "gauge",
 		       "Upstream fetches under way (rows of the flights "

@@ -18,7 +18,7 @@
 #define STRINGIFY(x) STRINGIFY_(x)
 
 /* The schema this build reads and writes (PRAGMA user_version). */
-#define SCHEMA_VERSION 6
+#define SCHEMA_VERSION 7
 
 /* Every table as this version has it. Run under one write lock taken up
  * front: a deferred transaction that reads the schema and then wants to
@@ -41,6 +41,7 @@ static const char schema[] =
 	"  upload_time INTEGER NOT NULL DEFAULT -1,"
 	"  provenance TEXT NOT NULL DEFAULT '',"
 	"  prov_sha TEXT NOT NULL DEFAULT '',"
+	"  meta_prov INTEGER NOT NULL DEFAULT 0,"
 	"  PRIMARY KEY (idx, sha256, filename));"
 	"CREATE INDEX IF NOT EXISTS files_sha ON files (sha256);"
 	"CREATE TABLE IF NOT EXISTS flights ("
@@ -106,6 +107,7 @@ static const struct {
 	{"files", "upload_time", "INTEGER NOT NULL DEFAULT -1"},
 	{"files", "provenance", "TEXT NOT NULL DEFAULT ''"},
 	{"files", "prov_sha", "TEXT NOT NULL DEFAULT ''"},
+	{"files", "meta_prov", "INTEGER NOT NULL DEFAULT 0"},
 };
 
 static const char *const sql[S_COUNT] = {
@@ -127,14 +129,18 @@ static const char *const sql[S_COUNT] = {
 	[S_CHECK] = "PRAGMA quick_check",
 	/* a metadata hash learnt after the fact (db_file_set_meta) stays
 	 * while the page still says the same of the metadata, and so does
-	 * the hash of a provenance fetched from a URL the page still lists */
+	 * the hash of a provenance fetched from a URL the page still lists;
+	 * a hash the page gives is never provisional */
 	[S_FILE_PUT] = "INSERT INTO files VALUES"
-		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, '')"
+		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, '', 0)"
 		       " ON CONFLICT (idx, sha256, filename) DO UPDATE SET"
 		       " url = excluded.url, size = excluded.size,"
 		       " meta_sha = CASE WHEN excluded.meta_sha != '' THEN"
 		       " excluded.meta_sha WHEN excluded.has_meta = has_meta"
 		       " THEN meta_sha ELSE '' END,"
+		       " meta_prov = CASE WHEN excluded.meta_sha = ''"
+		       " AND excluded.has_meta = has_meta"
+		       " THEN meta_prov ELSE 0 END,"
 		       " has_meta = excluded.has_meta,"
 		       " project = excluded.project,"
 		       " upload_time = excluded.upload_time,"
@@ -142,10 +148,15 @@ static const char *const sql[S_COUNT] = {
 		       " THEN prov_sha ELSE '' END,"
 		       " provenance = excluded.provenance",
 	[S_FILE_GET] = "SELECT url, size, has_meta, meta_sha, project,"
-		       " upload_time, provenance, prov_sha FROM files"
+		       " upload_time, provenance, prov_sha, meta_prov"
+		       " FROM files"
 		       " WHERE idx = ?1 AND sha256 = ?2 AND filename = ?3",
-	[S_FILE_SET_META] = "UPDATE files SET meta_sha = ?2"
-			    " WHERE sha256 = ?1 AND meta_sha = ''",
+	/* a verified hash (?3 = 0) replaces a provisional one; a
+	 * provisional one only fills a gap */
+	[S_FILE_SET_META] = "UPDATE files SET meta_sha = ?2,"
+			    " meta_prov = ?3"
+			    " WHERE sha256 = ?1 AND (meta_sha = ''"
+			    " OR (?3 = 0 AND meta_prov = 1))",
 	[S_FILE_SET_PROV] = "UPDATE files SET prov_sha = ?3"
 			    " WHERE sha256 = ?1 AND provenance = ?2",
 	[S_FILE_DELETE] = "DELETE FROM files"
@@ -347,7 +358,7 @@ static int schema_up(struct db *db)
 		if (v == 0 && has_table(db, "flights") &&
 		    sqlite3_exec(db->conn, from_v0, NULL, NULL, NULL) != SQLITE_OK)
 			break;
-		if (v < 6 && add_columns(db))
+		if (v < 7 && add_columns(db))
 			break;
 		if (sqlite3_exec(db->conn, schema, NULL, NULL, NULL) != SQLITE_OK ||
 		    sqlite3_exec(db->conn, "PRAGMA user_version = "

@@ -55,6 +55,9 @@ struct db_file {
 	char prov_sha[65];        /* sha256 of the provenance last fetched
 	                             from it, "" before (db_file_put keeps it
 	                             while the URL stays the same) */
+	int meta_prov;            /* meta_sha names metadata larder read
+	                             from unverified bytes (range reads of
+	                             the upstream file): provisional */
 };
 
 struct db_flight {
@@ -140,8 +143,15 @@ int db_file_delete(struct db *db, const char *index, const char *sha256,
 		   const char *filename);
 
 /* Sets the metadata hash of every row for the file sha256 where it was
- * unknown (the sibling was advertised without one). Returns 0 or EIO. */
+ * unknown (the sibling was advertised without one) or provisional: the
+ * hash of metadata read from verified bytes. Returns 0 or EIO. */
 int db_file_set_meta(struct db *db, const char *sha256, const char *meta_sha);
+
+/* As db_file_set_meta(), or, when provisional, records meta_sha as
+ * provisional where the hash was unknown (never over a verified one).
+ * Returns 0 or EIO. */
+int db_file_set_meta_as(struct db *db, const char *sha256,
+			const char *meta_sha, int provisional);
 
 /* Inserts the claim on key. Returns 0, EEXIST when a claim stands, or EIO. */
 int db_flight_insert(struct db *db, const char *key, const char *tmp,

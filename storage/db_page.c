@@ -192,6 +192,7 @@ int db_file_get(struct db *db, const char *index, const char *sha256,
 	f->upload_time = sqlite3_column_int64(st, 5);
 	db_text(st, 6, f->provenance, sizeof(f->provenance));
 	db_text(st, 7, f->prov_sha, sizeof(f->prov_sha));
+	f->meta_prov = sqlite3_column_int(st, 8);
 	sqlite3_reset(st);
 	return 0;
 }
@@ -209,10 +210,17 @@ int db_file_delete(struct db *db, const char *index, const char *sha256,
 
 int db_file_set_meta(struct db *db, const char *sha256, const char *meta_sha)
 {
+	return db_file_set_meta_as(db, sha256, meta_sha, 0);
+}
+
+int db_file_set_meta_as(struct db *db, const char *sha256,
+			const char *meta_sha, int provisional)
+{
 	sqlite3_stmt *st = db_stmt(db, S_FILE_SET_META);
 
 	BIND_TEXT(st, 1, sha256);
 	BIND_TEXT(st, 2, meta_sha);
+	sqlite3_bind_int(st, 3, provisional != 0);
 	return db_run(db, st, "file set meta");
 }
 

@@ -71,20 +71,22 @@ static int check(const struct fill_want *want, int fd, const char *sha,
 
 /* Ends the claim f on key after a fetch or a making that ended with rc:
  * the blob sha256 of size bytes (when rc is 0), the metadata hash of the
- * file meta_of (when not NULL), the outcome and the end of the claim in
- * one transaction; then lets go of the temp file and its lock. */
+ * file meta_of (when not NULL; provisional when prov), the outcome and the
+ * end of the claim in one transaction; then lets go of the temp file and
+ * its lock. */
 static void settle(struct db *db, struct flight *f, const char *key, int rc,
 		   const char *sha256, long long size, const char *meta_of,
-		   const char *err)
+		   int prov, const char *err)
 {
 	int dberr = db_begin(db);
 
 	if (!dberr && !rc)
 		dberr = db_blob_add(db, sha256, size);
 	if (!dberr && !rc && meta_of)
-		dberr = db_file_set_meta(db, meta_of, sha256);
+		dberr = db_file_set_meta_as(db, meta_of, sha256, prov);
 	if (!dberr)
-		dberr = db_outcome_put(db, key, sha256, rc ? err : "");
+		dberr = db_outcome_put(db, key, sha256,
+				       rc ? err : prov ? FILL_PROVISIONAL : "");
 	if (!dberr)
 		dberr = flight_done(db, f);
 	if (!dberr)
@@ -144,13 +146,14 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 		log_error(rc, want->key, "%s", err);
 		sha256[0] = '\0';
 	}
-	settle(db, f, want->key, rc, sha256, size, NULL, err);
+	settle(db, f, want->key, rc, sha256, size, NULL, 0, err);
 	return rc;
 }
 
 int fill_made(struct db *db, const char *data_dir, struct flight *f,
 	      const void *bytes, size_t len, const char *meta_of,
-	      const char *reason, char sha256[65], char *err, size_t errlen)
+	      int provisional, const char *reason, char sha256[65], char *err,
+	      size_t errlen)
 {
 	int rc = 0;
 	size_t off = 0;
@@ -186,6 +189,7 @@ int fill_made(struct db *db, const char *data_dir, struct flight *f,
 	}
 	if (rc)
 		sha256[0] = '\0';
-	settle(db, f, f->key, rc, sha256, (long long)len, meta_of, err);
+	settle(db, f, f->key, rc, sha256, (long long)len, meta_of,
+	       provisional, err);
 	return rc;
 }

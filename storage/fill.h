@@ -41,15 +41,24 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 	     const struct fill_want *want, const struct fill_hooks *hooks,
 	     char sha256[65], char *err, size_t errlen);
 
+/* The reason an outcome of made bytes carries when they were made from
+ * bytes nobody verified (fill_made()'s provisional): the blob is the
+ * outcome's all the same. */
+#define FILL_PROVISIONAL "provisional"
+
 /* Ends the claim f (this process owns it) with bytes this process made
  * rather than fetched (core metadata read out of a wheel), as fill_run()
  * ends a download: the blob published, every files row of meta_of (when
  * not NULL) told its metadata hash, the outcome recorded, the row gone and
- * f->fd closed. With bytes NULL the claim ends in failure, reason (a
- * one-line reason) its outcome. Returns 0 with the blob's hash in sha256,
- * or an errno with a reason in err (the failure given, or the store's). */
+ * f->fd closed. When provisional (made from unverified bytes), the rows
+ * say so and the outcome's reason is FILL_PROVISIONAL; otherwise the hash
+ * replaces a provisional one. With bytes NULL the claim ends in failure,
+ * reason (a one-line reason) its outcome. Returns 0 with the blob's hash
+ * in sha256, or an errno with a reason in err (the failure given, or the
+ * store's). */
 int fill_made(struct db *db, const char *data_dir, struct flight *f,
 	      const void *bytes, size_t len, const char *meta_of,
-	      const char *reason, char sha256[65], char *err, size_t errlen);
+	      int provisional, const char *reason, char sha256[65], char *err,
+	      size_t errlen);
 
 #endif

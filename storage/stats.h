@@ -51,6 +51,8 @@ enum stats_counter {
 	STATS_UP_PROTOCOL,   /* a broken, short or wrong body */
 	STATS_EVICTED_BLOBS, /* blobs the collector removed */
 	STATS_EVICTED_BYTES, /* and their bytes */
+	STATS_META_MISMATCH, /* provisional metadata the verified file's
+	                        metadata differed from */
 	STATS_NCOUNTERS
 };
 
