@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/conf.h"
 #include "common/distname.h"
 #include "common/log.h"
 #include "common/url.h"
@@ -26,6 +27,7 @@
 #include "storage/fetch_range.h"
 #include "storage/fill.h"
 #include "storage/flight.h"
+#include "storage/stats.h"
 
 /* The most bytes read of an upstream wheel for its metadata. */
 #define METADATA_READ_CAP (16u << 20)
@@ -54,21 +56,33 @@ static int follow(struct worker *w, const char *key, long max_ms)
 	return 0;
 }
 
+/* The synthesize_metadata (enum conf_synth) of the index at from. */
+static int synth_mode(const struct worker *w, int from)
+{
+	return (int)conf_inherit(w->conf->index[from].synthesize_metadata,
+				 w->conf->synthesize_metadata);
+}
+
 /* What the last outcome of key says: 1 when its metadata was made and is
- * in the store (meta_sha names it); -1 when it cannot be made (the reason
- * in why): a failure to read a stored file stands for good (the bytes
- * never change), one that involved the upstream for error_ttl; else 0. */
+ * in the store (meta_sha names it; *prov when it was made from unverified
+ * bytes); -1 when it cannot be made (the reason in why): a failure to
+ * read a stored file stands for good (the bytes never change), one that
+ * involved the upstream for error_ttl; else 0. */
 static int prior(struct worker *w, const char *key, int local,
-		 char meta_sha[65], char *why, size_t len)
+		 char meta_sha[65], int *prov, char *why, size_t len)
 {
 	long long at;
 
+	*prov = 0;
 	if (db_outcome_get(w->db, key, meta_sha, why, len, &at)) {
 		*meta_sha = '\0';
 		return 0;
 	}
-	if (*meta_sha)
+	if (*meta_sha) {
+		*prov = strcmp(why, FILL_PROVISIONAL) == 0;
+		*why = '\0';
 		return send_stored(w, meta_sha) ? 1 : (*meta_sha = '\0', 0);
+	}
 	return local || time(NULL) < at + w->conf->error_ttl ? -1 : 0;
 }
 
@@ -219,34 +233,41 @@ int metadata_fetch_file(struct worker *w, int from, const struct db_file *f,
 }
 
 /* The owner's part: reads the metadata and ends the claim fl with it or
- * with the reason it cannot be had. Returns as metadata_make(). */
+ * with the reason it cannot be had. old names the provisional metadata
+ * this replaces ("" none): when what the verified file says differs, the
+ * difference is logged and counted. Returns as metadata_make(). */
 static int make(struct worker *w, int from, const struct db_file *f,
 		const char *sha256, const char *filename,
-		const struct distname *dn, struct flight *fl, char meta_sha[65],
-		char *err, size_t errlen)
+		const struct distname *dn, struct flight *fl, const char *old,
+		char meta_sha[65], int *provisional, char *err, size_t errlen)
 {
 	struct fetch_opts o;
 	struct remote rm = {&o, f->url};
 	struct wheelmeta_src src = {remote_read, &rm};
 	uint8_t *bytes = NULL;
 	size_t len = 0;
-	int rc, local = blob_exists(w->conf->data_dir, sha256);
+	int rc, prov = 0, local = blob_exists(w->conf->data_dir, sha256);
 
 	worker_fetch_opts(w->conf, from, &o);
 	if (local) {
 		rc = from_store(w, sha256, filename, dn, &bytes, &len, err,
 				errlen);
-	} else if (ranges_ignored(w, f->url)) {
+	} else if (synth_mode(w, from) != CONF_SYNTH_RANGES ||
+		   ranges_ignored(w, f->url)) {
 		rc = EOPNOTSUPP;
 	} else {
+		/* bytes nobody has verified (the file's sha256 covers all
+		 * of it): what they say is provisional */
 		worker_shed(w);
+		prov = 1;
 		rc = wheelmeta_read(&src, filename, METADATA_READ_CAP, &bytes,
 				    &len, NULL, err, errlen);
 		if (rc == EOPNOTSUPP)
 			ranges_ignore(w, f->url, err);
 	}
 	if (rc == EOPNOTSUPP) {
-		/* the whole file, once, for installs too */
+		/* the whole file, once, for installs too: verified */
+		prov = 0;
 		rc = metadata_fetch_file(w, from, f, sha256, err, errlen);
 		if (!rc)
 			rc = from_store(w, sha256, filename, dn, &bytes, &len,
@@ -257,38 +278,60 @@ static int make(struct worker *w, int from, const struct db_file *f,
 
 		snprintf(why, sizeof(why), "%s: no metadata: %s", filename,
 			 err);
-		fill_made(w->db, w->conf->data_dir, fl, NULL, 0, NULL, why,
+		fill_made(w->db, w->conf->data_dir, fl, NULL, 0, NULL, 0, why,
 			  meta_sha, err, errlen);
 		return rc == ENOENT || dn->kind != DISTNAME_WHEEL ? ENOENT :
 		       EBADMSG;
 	}
-	rc = fill_made(w->db, w->conf->data_dir, fl, bytes, len, sha256, NULL,
-		       meta_sha, err, errlen);
+	rc = fill_made(w->db, w->conf->data_dir, fl, bytes, len, sha256, prov,
+		       NULL, meta_sha, err, errlen);
 	free(bytes);
+	if (rc)
+		return rc;
+	*provisional = prov;
+	if (*old && strcmp(old, meta_sha) != 0) {
+		log_error(0, filename, "METADATA MISMATCH: what range "
+			  "reads of %s gave (metadata sha256 %s, provisional) "
+			  "is not what the verified file %s says (metadata "
+			  "sha256 %s): the upstream served other bytes; the "
+			  "verified metadata replaces it", f->url, old, sha256,
+			  meta_sha);
+		stats_add(STATS_META_MISMATCH, 1);
+	}
 	/* the page's next refresh renders it again, with the hash (a 304
-	 * would keep the rendering that has none) */
-	if (!rc && *f->project)
+	 * would keep the rendering that has none); a provisional hash is
+	 * never advertised */
+	if (!prov && *f->project)
 		db_page_unvalidate(w->db, w->conf->index[from].name,
 				   f->project);
-	return rc;
+	return 0;
 }
 
 int metadata_make(struct worker *w, int from, const struct db_file *f,
 		  const char *sha256, const char *filename, int local_only,
-		  char meta_sha[65], char *err, size_t errlen)
+		  char meta_sha[65], int *provisional, char *err, size_t errlen)
 {
-	char key[FLIGHT_KEY_MAX + 1];
+	char key[FLIGHT_KEY_MAX + 1], old[65] = "";
 	struct distname dn;
 	struct fetch_opts o;
 	struct flight fl;
 	long max_ms;
-	int owner, local, rc;
+	int owner, local, prov, rc, mode = synth_mode(w, from);
 
 	*meta_sha = '\0';
-	if (*f->meta_sha && send_stored(w, f->meta_sha)) {
+	*provisional = 0;
+	if (*f->meta_sha && !f->meta_prov && send_stored(w, f->meta_sha)) {
 		memcpy(meta_sha, f->meta_sha, 65);
 		return 0;
 	}
+	if (mode == CONF_SYNTH_NO) {
+		snprintf(err, errlen, "%s: the upstream lists no metadata for "
+			 "it, and this index makes none (synthesize_metadata "
+			 "= no)", filename);
+		return ENOENT;
+	}
+	if (f->meta_prov)
+		memcpy(old, f->meta_sha, 65);
 	local = blob_exists(w->conf->data_dir, sha256);
 	if (distname_parse(filename, &dn) ||
 	    (dn.kind != DISTNAME_WHEEL && !local) ||
@@ -302,9 +345,17 @@ int metadata_make(struct worker *w, int from, const struct db_file *f,
 	}
 	if (flight_key(key, "meta:%s", sha256))
 		return ENAMETOOLONG;
-	rc = prior(w, key, local, meta_sha, err, errlen);
-	if (rc > 0)
+	rc = prior(w, key, local, meta_sha, &prov, err, errlen);
+	if (rc > 0 && (!prov || (!local && mode == CONF_SYNTH_RANGES))) {
+		*provisional = prov;
 		return 0;
+	}
+	if (rc > 0) {
+		/* provisional, and the verified file is in the store now (or
+		 * verified metadata is asked for): read again, verified */
+		memcpy(old, meta_sha, 65);
+		*meta_sha = '\0';
+	}
 	if (rc < 0)
 		return dn.kind == DISTNAME_WHEEL ? EBADMSG : ENOENT;
 	rc = flight_claim(w->db, w->conf->data_dir, key, -1, &owner, &fl);
@@ -314,8 +365,8 @@ int metadata_make(struct worker *w, int from, const struct db_file *f,
 		return rc;
 	}
 	if (owner)
-		return make(w, from, f, sha256, filename, &dn, &fl, meta_sha,
-			    err, errlen);
+		return make(w, from, f, sha256, filename, &dn, &fl, old,
+			    meta_sha, provisional, err, errlen);
 	/* another process makes it (one that fetches the whole file for it
 	 * may take as long as that download): wait while it lives */
 	worker_fetch_opts(w->conf, from, &o);
@@ -336,6 +387,8 @@ int metadata_make(struct worker *w, int from, const struct db_file *f,
 				 "made", filename);
 		return dn.kind == DISTNAME_WHEEL ? EBADMSG : ENOENT;
 	}
+	*provisional = strcmp(err, FILL_PROVISIONAL) == 0;
+	*err = '\0';
 	return send_stored(w, meta_sha) ? 0 : EIO;
 }
 
@@ -348,7 +401,7 @@ int metadata_ensure(struct worker *w, int idx, const char *sha256,
 	struct db_file f;
 	struct req q;
 	char key[FLIGHT_KEY_MAX + 1], url[2100];
-	int from, rc;
+	int from, rc, prov;
 
 	*meta_sha = '\0';
 	from = pypi_find_file(w, idx, sha256, filename, &f);
@@ -358,7 +411,7 @@ int metadata_ensure(struct worker *w, int idx, const char *sha256,
 	}
 	if (!f.has_meta && w->conf->index[from].type != CONF_INDEX_HOSTED)
 		return metadata_make(w, from, &f, sha256, filename, 0,
-				     meta_sha, err, errlen);
+				     meta_sha, &prov, err, errlen);
 	if (!f.has_meta) {
 		snprintf(err, errlen, "%s: no metadata is listed for it",
 			 filename);
@@ -404,21 +457,72 @@ int metadata_ensure(struct worker *w, int idx, const char *sha256,
 	return 0;
 }
 
+/* Sends the stored metadata meta_sha that was made from unverified bytes
+ * as what it is: X-Larder-Metadata: provisional, no ETag (its hash is not
+ * one anybody vouched for), fresh for cache_ttl at most, never immutable;
+ * the bytes sent by larder itself, so no web server adds a validator. */
+static void send_provisional(struct worker *w, struct req *r,
+			     const char *meta_sha)
+{
+	char path[PATH_MAX];
+	uint8_t *buf = NULL;
+	struct stat st = {0};
+	size_t n = 0;
+	int fd = -1;
+
+	if (blob_path(w->conf->data_dir, meta_sha, path, sizeof(path)) == 0)
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= 0 &&
+	    st.st_size <= (off_t)METADATA_READ_CAP)
+		buf = malloc((size_t)st.st_size + 1);
+	while (buf && n < (size_t)st.st_size) {
+		ssize_t k = pread(fd, buf + n, (size_t)st.st_size - n,
+				  (off_t)n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		n += (size_t)k;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!buf) {
+		req_error(r, 500, "cannot read the stored metadata");
+		return;
+	}
+	req_header(r, "Cache-Control", "%s, max-age=%ld",
+		   r->private_index ? "private" : "public", w->conf->cache_ttl);
+	req_header(r, "X-Larder-Metadata", "provisional");
+	req_reply(r, 200, "text/plain; charset=utf-8", buf, n);
+	free(buf);
+}
+
 void metadata_serve(struct worker *w, struct req *r, int from,
 		    const struct db_file *f, const char *sha256,
 		    const char *filename)
 {
 	struct send_opts o = {.cache_control = SEND_IMMUTABLE,
 			      .content_type = "text/plain; charset=utf-8"};
-	char meta_sha[65], err[1024] = "";
-	int rc;
+	char meta_sha[65], err[1024] = "", key[FLIGHT_KEY_MAX + 1];
+	int rc, prov;
 
 	if (w->conf->index[from].type == CONF_INDEX_HOSTED) {
 		req_error(r, 404, "no metadata was stored for it");
 		return;
 	}
-	rc = metadata_make(w, from, f, sha256, filename, 0, meta_sha, err,
-			   sizeof(err));
+	/* made before (a lookup), unless it is to be read again */
+	if (!r->cache && flight_key(key, "meta:%s", sha256) == 0 &&
+	    db_outcome_get(w->db, key, meta_sha, err, sizeof(err), NULL) ==
+	    0 && *meta_sha && (strcmp(err, FILL_PROVISIONAL) != 0 ||
+			       !blob_exists(w->conf->data_dir, sha256)))
+		r->cache = "HIT";
+	*err = '\0';
+	rc = metadata_make(w, from, f, sha256, filename, 0, meta_sha, &prov,
+			   err, sizeof(err));
 	if (rc == ENOENT) {
 		req_error(r, 404, err);
 		return;
@@ -430,6 +534,11 @@ void metadata_serve(struct worker *w, struct req *r, int from,
 	}
 	if (!r->cache)
 		r->cache = "MISS";
+	if (prov) {
+		send_provisional(w, r, meta_sha);
+		return;
+	}
+	req_header(r, "X-Larder-Metadata", "verified");
 	if (send_blob(w, r, meta_sha, &o))
 		req_error(r, 500, "cannot read the stored metadata");
 }
@@ -442,15 +551,19 @@ void metadata_advertise(struct worker *w, const struct conf_index *ix,
 	struct distname dn;
 	struct db_file row;
 
+	if (synth_mode(w, idx) == CONF_SYNTH_NO)
+		return;
 	for (size_t i = 0; i < p->nfiles; i++) {
 		struct simple_file *sf = &p->files[i];
-		int known = 0;
+		int known = 0, prov = 0;
 
 		if (sf->core_metadata || !sf->filename ||
 		    distname_parse(sf->filename, &dn))
 			continue;
+		/* a hash only of metadata read from verified bytes */
 		if (db_file_get(w->db, ix->name, sf->sha256, sf->filename,
-				&row) == 0 && !row.has_meta && *row.meta_sha) {
+				&row) == 0 && !row.has_meta && *row.meta_sha &&
+		    !row.meta_prov) {
 			memcpy(sf->meta_sha256, row.meta_sha, 65);
 			known = 1;
 		} else if (budget > 0 &&
@@ -461,9 +574,9 @@ void metadata_advertise(struct worker *w, const struct conf_index *ix,
 			snprintf(row.url, sizeof(row.url), "%s", sf->url);
 			budget--;
 			known = metadata_make(w, idx, &row, sf->sha256,
-					      sf->filename, 1, meta_sha, err,
-					      sizeof(err)) == 0;
-			if (known)
+					      sf->filename, 1, meta_sha, &prov,
+					      err, sizeof(err)) == 0;
+			if (known && !prov)
 				memcpy(sf->meta_sha256, meta_sha, 65);
 		}
 		if (known || dn.kind == DISTNAME_WHEEL) {
@@ -483,13 +596,47 @@ static void sdist_stored(struct db *db, const char *sha256, long long size,
 	db_page_unvalidate(db, pg->index, pg->project);
 }
 
-void metadata_watch(struct fetcher_want *want, const char *filename,
-		    struct metadata_page *pg)
+/* fetcher_want.stored of a wheel: see metadata_watch(). */
+static void wheel_stored(struct db *db, const char *sha256, long long size,
+			 void *ctx)
+{
+	struct metadata_page *pg = ctx;
+	struct worker *w = pg->w;
+	char meta_sha[65], err[1024] = "";
+	struct db_file row;
+	int from, prov;
+
+	(void)size;
+	/* a CGI's detached child has a database of its own: the next
+	 * request for the metadata reads it again there */
+	if (db != w->db ||
+	    db_file_get(db, pg->index, sha256, pg->filename, &row) ||
+	    !row.meta_prov)
+		return;
+	from = conf_index_find(w->conf, pg->index);
+	if (from < 0)
+		return;
+	if (metadata_make(w, from, &row, sha256, pg->filename, 1, meta_sha,
+			  &prov, err, sizeof(err)))
+		log_warn(0, pg->filename, "reading its metadata from the "
+			 "verified file: %s", err);
+}
+
+void metadata_watch(struct worker *w, struct fetcher_want *want,
+		    const char *filename, struct metadata_page *pg)
 {
 	struct distname dn;
 
-	if (!*pg->project || distname_parse(filename, &dn) ||
-	    dn.kind == DISTNAME_WHEEL)
+	if (distname_parse(filename, &dn))
+		return;
+	pg->w = w;
+	pg->filename = filename;
+	if (dn.kind == DISTNAME_WHEEL) {
+		want->stored = wheel_stored;
+		want->ctx = pg;
+		return;
+	}
+	if (!*pg->project)
 		return;
 	want->stored = sdist_stored;
 	want->ctx = pg;

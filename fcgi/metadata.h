@@ -34,17 +34,22 @@ int metadata_ensure(struct worker *w, int idx, const char *sha256,
 		    size_t errlen);
 
 /* Makes the metadata of the file (sha256, filename), listed as f by the
- * cache index at position from, whose upstream advertises none; with
- * local_only, only from a stored copy (no upstream is asked). Returns 0
- * with meta_sha naming the stored blob; ENOENT when none can be had (not a
- * wheel or sdist, an sdist not stored or older than Metadata-Version 2.2,
- * or with local_only a file not stored); EBADMSG when the wheel is no
- * wheel, lies, or is over the cap; or another errno; a one-line reason is
- * in err either way. A failure is remembered as the key's outcome (for
- * good for a stored file, for error_ttl otherwise). */
+ * cache index at position from, whose upstream advertises none, as its
+ * synthesize_metadata says; with local_only, only from a stored copy (no
+ * upstream is asked). Metadata made from range reads is provisional; once
+ * the file is in the store (verified), it is read again from there and
+ * replaces the provisional one. Returns 0 with meta_sha naming the stored
+ * blob and *provisional set when it was made from unverified bytes;
+ * ENOENT when none can be had (not a wheel or sdist, an sdist not stored
+ * or older than Metadata-Version 2.2, synthesize_metadata = no, or with
+ * local_only a file not stored); EBADMSG when the wheel is no wheel, lies,
+ * or is over the cap; or another errno; a one-line reason is in err
+ * either way. A failure is remembered as the key's outcome (for good for
+ * a stored file, for error_ttl otherwise). */
 int metadata_make(struct worker *w, int from, const struct db_file *f,
 		  const char *sha256, const char *filename, int local_only,
-		  char meta_sha[65], char *err, size_t errlen);
+		  char meta_sha[65], int *provisional, char *err,
+		  size_t errlen);
 
 /* Fetches the file (sha256, listed as f by the cache index at position
  * from) into the store through the single-flight fetch installs use, with
@@ -55,7 +60,9 @@ int metadata_fetch_file(struct worker *w, int from, const struct db_file *f,
 
 /* Answers r, a request for the .metadata of a file listed as f by the
  * cache index at position from whose upstream advertises none:
- * metadata_make(), then the blob, or a 404 or 502 with the reason. */
+ * metadata_make(), then the blob (provisional metadata without ETag or
+ * immutable, X-Larder-Metadata: provisional), or a 404 or 502 with the
+ * reason. */
 void metadata_serve(struct worker *w, struct req *r, int from,
 		    const struct db_file *f, const char *sha256,
 		    const char *filename);
@@ -65,14 +72,20 @@ void metadata_serve(struct worker *w, struct req *r, int from,
 struct metadata_page {
 	const char *index;    /* the cache index's name */
 	const char *project;  /* the page's (normalised), "" unknown */
+	struct worker *w;     /* set by metadata_watch() */
+	const char *filename; /* set by metadata_watch() */
 };
 
 /* Before want (the download of filename, listed on page *pg, which must
- * outlive it) is served: for an sdist, has the page rendered again at its
- * next refresh once the file is stored, so that the page can advertise the
- * metadata the stored sdist gives (metadata_advertise()). */
-void metadata_watch(struct fetcher_want *want, const char *filename,
-		    struct metadata_page *pg);
+ * outlive it, as must filename) is served by worker w: for an sdist, has
+ * the page rendered again at its next refresh once the file is stored, so
+ * that the page can advertise the metadata the stored sdist gives
+ * (metadata_advertise()); for a wheel whose metadata was made from range
+ * reads (provisional), reads it again from the verified file once that is
+ * stored, and the verified metadata replaces it (a difference is logged
+ * and counted). */
+void metadata_watch(struct worker *w, struct fetcher_want *want,
+		    const char *filename, struct metadata_page *pg);
 
 /* Before page p of cache index ix is rendered: marks the files whose
  * metadata larder can serve though the upstream advertises none

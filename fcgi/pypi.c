@@ -301,8 +301,8 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 		req_error(r, 404, "upstream lists no provenance for it");
 		return;
 	}
-	if (rt->metadata && !f.has_meta && !(*f.meta_sha &&
-					      send_stored(w, f.meta_sha))) {
+	if (rt->metadata && !f.has_meta &&
+	    !(*f.meta_sha && !f.meta_prov && send_stored(w, f.meta_sha))) {
 		/* larder makes it */
 		metadata_serve(w, r, from, &f, rt->sha256, rt->filename);
 		return;
@@ -331,7 +331,7 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 	pg.index = w->conf->index[from].name;
 	pg.project = f.project;
 	if (kind == 0)
-		metadata_watch(&want, rt->filename, &pg);
+		metadata_watch(w, &want, rt->filename, &pg);
 	if (kind == PYPI_PROVENANCE) {
 		pc.file_sha = rt->sha256;
 		pc.url = f.provenance;

@@ -62,7 +62,10 @@ rule that applies wins. Kinds and their parameters:
   "truncate"    full Content-Length, send "after" bytes (half), close
   "reset"       send "after" bytes (half), then reset the connection (RST)
   "stall_body"  send "after" bytes (half), sleep "seconds" (30), send the rest
-  "corrupt"     flip 16 bytes in the middle, same length
+  "corrupt"     flip 16 bytes in the middle (from byte "at" when given),
+                same length
+  "swap"        serve the bytes of "file" (a path: another build of the
+                same size, say) in place of the file's, ranges and all
   "resize"      serve the body with "delta" bytes more (zeros) or fewer,
                 Content-Length matching what is sent
 Files and pages take every kind; a page under a body fault is sent (and
@@ -118,7 +121,8 @@ JSON_METADATA_KEYS = ("core-metadata", "data-dist-info-metadata")
 # What a fault rule may do: answer instead of the real thing, or spoil the
 # real body on its way out.
 FAULT_ANSWERS = ("status", "close", "stall", "redirect", "raw")
-FAULT_BODIES = ("truncate", "reset", "stall_body", "corrupt", "resize")
+FAULT_BODIES = ("truncate", "reset", "stall_body", "corrupt", "resize",
+                "swap")
 FLIP = 16  # bytes a "corrupt" fault flips
 
 
@@ -412,7 +416,7 @@ def _fault_rule(r):
     rule = dict(r)
     times = rule.pop("times", None)
     rule["left"] = None if times is None else int(times)
-    for key in ("code", "retry_after", "after", "delta"):
+    for key in ("code", "retry_after", "after", "delta", "at"):
         if rule.get(key) is not None:
             rule[key] = int(rule[key])
     if rule.get("seconds") is not None:
@@ -698,6 +702,8 @@ class FilesHandler(_Handler):
             return
         fpath = (info["metadata_path"] if metadata else
                  info["provenance_path"] if prov else info["path"])
+        if rule and rule["kind"] == "swap":
+            fpath = rule["file"]
         name = info["filename"] + (".metadata" if metadata else
                                    ".provenance" if prov else "")
         try:
@@ -767,7 +773,10 @@ class FilesHandler(_Handler):
                     cut = min(rule["after"], length)
                 if cut_kind == "truncate":
                     remaining = cut
-            flip_lo, flip_hi = size // 2, size // 2 + FLIP
+            flip_lo = size // 2
+            if rule and kind == "corrupt" and rule.get("at") is not None:
+                flip_lo = rule["at"]
+            flip_hi = flip_lo + FLIP
             sent = 0
             t0 = time.monotonic()
             pos = start

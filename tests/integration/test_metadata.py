@@ -3,6 +3,9 @@ from range reads of the upstream wheel, from the stored wheel, from the whole
 file for an upstream that ignores Range, from a stored sdist's PKG-INFO (2.2
 or later); pages that advertise it only where it can be served; pip, pdm and
 poetry against such an upstream; and a Range on a file larder does not have.
+Metadata read by range requests is provisional until the whole wheel is
+verified (issue 21): never immutable, never with a strong ETag, never
+advertised with a hash; synthesize_metadata = verified and = no.
 
 Every test runs against a copy of the default wheels with every
 "{file}.metadata" sibling removed, so the stand-in advertises no metadata at
@@ -31,9 +34,9 @@ import wheels
 JSON = "application/vnd.pypi.simple.v1+json"
 
 
-@pytest.fixture
-def bare(tmp_path, wheel_dir):
-    """A stack whose upstream advertises no metadata for anything."""
+def bare_stack(tmp_path, wheel_dir, extra=None):
+    """A started stack whose upstream advertises no metadata for anything;
+    extra: more [larder] keys."""
     reason = stackmod.missing_reason()
     if reason:
         pytest.skip(reason)
@@ -41,9 +44,37 @@ def bare(tmp_path, wheel_dir):
     shutil.copytree(wheel_dir, d)
     for p in glob.glob(os.path.join(d, "*.metadata")):
         os.unlink(p)
-    st = stackmod.Stack(str(tmp_path / "stack"), d, cache_ttl=1)
+    st = stackmod.Stack(str(tmp_path / "stack"), d, cache_ttl=1,
+                        larder_extra=extra)
     st.wheels = d
     st.start()
+    return st
+
+
+@pytest.fixture
+def bare(tmp_path, wheel_dir):
+    """A stack whose upstream advertises no metadata for anything."""
+    st = bare_stack(tmp_path, wheel_dir)
+    try:
+        yield st
+    finally:
+        st.stop()
+
+
+@pytest.fixture
+def bare_verified(tmp_path, wheel_dir):
+    """bare, with synthesize_metadata = verified."""
+    st = bare_stack(tmp_path, wheel_dir, {"synthesize_metadata": "verified"})
+    try:
+        yield st
+    finally:
+        st.stop()
+
+
+@pytest.fixture
+def bare_no(tmp_path, wheel_dir):
+    """bare, with synthesize_metadata = no."""
+    st = bare_stack(tmp_path, wheel_dir, {"synthesize_metadata": "no"})
     try:
         yield st
     finally:
@@ -134,15 +165,21 @@ def test_made_by_range_reads_exactly(bare, dists):
     r = bare.get(file_path(bare, f, ".metadata"))
     assert r.status == 200 and r.header("X-Larder-Cache") == "HIT"
     assert bare.standin.counters()["files"] == {}
-    # once the page is rendered again, it says the hash of what is served
+    # made from bytes nobody verified: the page never says its hash
     time.sleep(1.2)
     for project in ("larder-demo-a", "larder-demo-c"):
         for name, f in files_of(bare, project).items():
             if name in made:
-                assert f["core-metadata"] == {"sha256": made[name]}, name
+                assert f["core-metadata"] is True, (name, f)
+    # once the wheel is stored (verified), the page says the hash
+    name = "larder_demo_c-2.0-py3-none-any.whl"
+    f = files_of(bare, "larder-demo-c")[name]
+    assert bare.get(file_path(bare, f)).status == 200
+    time.sleep(1.2)
+    assert files_of(bare, "larder-demo-c")[name]["core-metadata"] == {
+        "sha256": made[name]}
     html = page(bare, "larder-demo-c", accept="text/html").body.decode()
-    assert ('data-core-metadata="sha256=%s"'
-            % made["larder_demo_c-2.0-py3-none-any.whl"]) in html
+    assert 'data-core-metadata="sha256=%s"' % made[name] in html
 
 
 def test_ten_concurrent_requests_one_set_of_reads(bare, dists):
@@ -484,3 +521,148 @@ def test_range_from_an_upstream_ignoring_range(bare, tmp_path):
     # the relayed range came back whole and was cut; then one download
     assert c["files"].get(name) == 2 and c["ranges"].get(name) == 1, c
     assert f["hashes"]["sha256"] in store(bare)
+
+
+# Issue 21: what larder vouches for.
+
+def same_size_builds(tmp_path):
+    """Two builds of metapkg 1.0 of the same size (every entry stored):
+    the genuine one requires goodpkg, the other evilpkg. Returns their
+    paths and the wheel's name."""
+    p = wheels.build_wheel(str(tmp_path / "src"), "metapkg", "1.0",
+                           requires=["goodpkg"], metadata_sibling=False)
+    out = {}
+    for which, dep in (("genuine", b"goodpkg"), ("evil", b"evilpkg")):
+        dest = str(tmp_path / which / os.path.basename(p))
+        os.makedirs(os.path.dirname(dest))
+        with zipfile.ZipFile(p) as src, zipfile.ZipFile(dest, "w") as dst:
+            for info in src.infolist():
+                data = src.read(info)
+                if info.filename.endswith("/METADATA"):
+                    data = data.replace(b"goodpkg", dep)
+                info.compress_type = zipfile.ZIP_STORED
+                dst.writestr(info, data)
+        out[which] = dest
+    assert os.path.getsize(out["genuine"]) == os.path.getsize(out["evil"])
+    return out["genuine"], out["evil"], os.path.basename(p)
+
+
+def metric(st, name):
+    r = st.get("/metrics")
+    assert r.status == 200, r
+    for line in r.body.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError("no %s in /metrics" % name)
+
+
+def assert_not_vouched(r, sha=None):
+    """r carries nothing that says its bytes are verified."""
+    cc = r.header("Cache-Control") or ""
+    etag = r.header("ETag")
+    assert "immutable" not in cc, cc
+    assert etag is None or etag.startswith("W/"), etag
+    if sha:
+        assert sha not in (etag or ""), etag
+
+
+def test_metadata_from_a_lying_files_host(bare, tmp_path):
+    genuine, evil, name = same_size_builds(tmp_path)
+    add_dist(bare, genuine, name)
+    f = files_of(bare, "metapkg")[name]
+    sha = f["hashes"]["sha256"]
+    assert f["core-metadata"] is True
+    # the files host serves the other build, same size, for the wheel
+    bare.standin.control(faults=[{"match": name, "kind": "swap",
+                                  "file": evil}])
+    r = bare.get(file_path(bare, f, ".metadata"))
+    assert r.status == 200, r
+    assert b"Requires-Dist: evilpkg" in r.body
+    # provisional: marked, short-lived, no validator, never immutable
+    assert_not_vouched(r)
+    assert r.header("X-Larder-Metadata") == "provisional"
+    cc = r.header("Cache-Control")
+    assert "max-age=1" in cc and "no-store" not in cc, cc
+    # a page never advertises the hash of unverified metadata
+    time.sleep(1.2)
+    assert files_of(bare, "metapkg")[name]["core-metadata"] is True
+    html = page(bare, "metapkg", accept="text/html").body.decode()
+    assert "sha256=" + hashlib.sha256(r.body).hexdigest() not in html
+    # the wheel itself is refused
+    before = store(bare)
+    r = bare.get(file_path(bare, f))
+    assert r.status == 502 or not r.complete, r
+    assert sha not in store(bare)
+    assert metric(bare, "larder_metadata_mismatch_total") == 0
+    # the host tells the truth: the wheel is fetched and verified, and
+    # the metadata read again from it replaces the provisional one
+    bare.standin.control(faults=[])
+    r = bare.get(file_path(bare, f))
+    assert r.status == 200 and r.body == open(genuine, "rb").read(), r
+    assert sha in store(bare)
+    assert metric(bare, "larder_metadata_mismatch_total") == 1
+    log = bare.larder.log_text()
+    assert "METADATA MISMATCH" in log and name in log, log[-2000:]
+    want = wheel_metadata(genuine)
+    want_sha = hashlib.sha256(want).hexdigest()
+    r = bare.get(file_path(bare, f, ".metadata"))
+    assert r.status == 200 and r.body == want, r
+    assert b"evilpkg" not in r.body
+    # now verified: served as any verified file is
+    assert "immutable" in r.header("Cache-Control"), r.header("Cache-Control")
+    assert r.header("ETag") == '"%s"' % want_sha
+    assert r.header("X-Larder-Metadata") != "provisional"
+    # and the page says its hash
+    time.sleep(1.2)
+    assert files_of(bare, "metapkg")[name]["core-metadata"] == {
+        "sha256": want_sha}
+    assert metric(bare, "larder_metadata_mismatch_total") == 1
+    del before
+
+
+def test_synthesize_metadata_verified(bare_verified, dists, tmp_path):
+    st = bare_verified
+    name = "larder_demo_c-2.0-py3-none-any.whl"
+    f = files_of(st, "larder-demo-c")[name]
+    assert f["core-metadata"] is True
+    st.standin.reset()
+    r = st.get(file_path(st, f, ".metadata"))
+    assert r.status == 200 and r.body == wheel_metadata(dists[name].path), r
+    # read from the whole wheel, fetched and verified: no range reads
+    c = st.standin.counters()
+    assert c["ranges"].get(name, 0) == 0 and full_gets(c, name) == 1, c
+    assert f["hashes"]["sha256"] in store(st)
+    assert "immutable" in r.header("Cache-Control")
+    assert r.header("ETag") == '"%s"' % hashlib.sha256(r.body).hexdigest()
+    # a lying files host: no metadata at all, nothing stored
+    genuine, evil, mname = same_size_builds(tmp_path)
+    add_dist(st, genuine, mname)
+    mf = files_of(st, "metapkg")[mname]
+    st.standin.control(faults=[{"match": mname, "kind": "swap",
+                                "file": evil}])
+    before = store(st)
+    r = st.get(file_path(st, mf, ".metadata"))
+    assert r.status == 502, r
+    assert b"evilpkg" not in r.body
+    assert store(st) == before
+
+
+def test_synthesize_metadata_no(bare_no, dists):
+    st = bare_no
+    name = "larder_demo_c-2.0-py3-none-any.whl"
+    f = files_of(st, "larder-demo-c")[name]
+    # nothing advertised, a 404 as PyPI answers, and upstream not asked
+    assert f["core-metadata"] is False, f
+    html = page(st, "larder-demo-c", accept="text/html").body.decode()
+    line = [l for l in html.splitlines() if "2.0-py3-none-any.whl<" in l][0]
+    assert "core-metadata" not in line
+    st.standin.reset()
+    r = st.get(file_path(st, f, ".metadata"))
+    assert r.status == 404, r
+    assert b"synthesize_metadata" in r.body
+    assert st.standin.counters()["files"] == {}
+    # not even from the stored wheel
+    assert st.get(file_path(st, f)).status == 200
+    r = st.get(file_path(st, f, ".metadata"))
+    assert r.status == 404, r
+
