@@ -6,7 +6,10 @@
  * An upstream that ignores Range is remembered for a day (the outcomes
  * table, key "norange:<origin>"); for it, and for a range too long to
  * relay, the whole file is fetched into the store once, as an install
- * would, and the range served from there.
+ * would, and the range served from there. Relayed bytes (and those of a
+ * download not yet verified) go out with Cache-Control: no-store and no
+ * ETag: nobody has verified them. A range that covers the whole file is
+ * the whole file: fetched, verified and stored before any of it goes out.
  */
 #ifndef LARDER_RANGES_H
 #define LARDER_RANGES_H

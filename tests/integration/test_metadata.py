@@ -666,3 +666,26 @@ def test_synthesize_metadata_no(bare_no, dists):
     r = st.get(file_path(st, f, ".metadata"))
     assert r.status == 404, r
 
+
+def test_range_of_a_cold_file_is_not_vouched_for(bare, tmp_path):
+    name, data = big_wheel(bare, tmp_path)
+    f = files_of(bare, "larder-demo-rng")[name]
+    sha = f["hashes"]["sha256"]
+    bare.standin.control(faults=[{"match": name, "kind": "corrupt",
+                                  "at": 0}])
+    r = bare.get(file_path(bare, f), headers={"Range": "bytes=0-63"})
+    assert r.status == 206, r
+    assert r.body != data[:64]  # relayed as the host sent them
+    assert_not_vouched(r, sha)
+    assert "no-store" in r.header("Cache-Control")
+    # the whole file as a range: verified first, so a 502, nothing stored
+    before = store(bare)
+    r = bare.get(file_path(bare, f),
+                 headers={"Range": "bytes=0-%d" % (len(data) - 1)})
+    assert r.status == 502, r
+    assert store(bare) == before and sha not in store(bare)
+    # the host tells the truth: a whole-file range is the verified file
+    bare.standin.control(faults=[])
+    r = bare.get(file_path(bare, f), headers={"Range": "bytes=0-"})
+    assert r.status in (200, 206) and r.body == data, r
+    assert sha in store(bare)
