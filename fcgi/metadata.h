@@ -10,7 +10,11 @@
  * when the sdist is stored and says Metadata-Version 2.2 or later. It is
  * single-flight under "meta:<sha256 of the file>", like the fetch of an
  * advertised .metadata, stored content-addressed, and its hash recorded on
- * the file's rows, so the next request is a lookup.
+ * the file's rows, so the next request is a lookup. What range reads give
+ * is provisional (no file hash covers those bytes): served without ETag or
+ * immutable, advertised without a hash, and read again from the verified
+ * file once that is stored, which replaces it (synthesize_metadata picks
+ * ranges, the verified file only, or none; docs/reliability.md).
  */
 #ifndef LARDER_METADATA_H
 #define LARDER_METADATA_H

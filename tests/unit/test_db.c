@@ -279,6 +279,76 @@ T(schema_2_upgrades)
 						.provenance = "http://u/p"}),
 		  0);
 	db_close(db);
+	/* schema 6 had files without meta_prov, which 7 added */
+	CHECK_INT(sqlite3_open(path, &raw), SQLITE_OK);
+	CHECK_INT(sqlite3_exec(raw, "ALTER TABLE files DROP COLUMN meta_prov;"
+			       "PRAGMA user_version = 6", NULL, NULL, NULL),
+		  SQLITE_OK);
+	sqlite3_close(raw);
+	CHECK_INT(db_open(dir, &db), 0);
+	CHECK_INT(db_file_set_meta_as(db, sha, sha, 1), 0);
+	{
+		struct db_file f;
+
+		CHECK_INT(db_file_get(db, "pypi", sha, "six-1.whl", &f), 0);
+		CHECK_INT(f.meta_prov, 1);
+	}
+	db_close(db);
+	remove_db(dir);
+}
+
+/* Metadata made from unverified bytes: recorded as provisional where no
+ * hash was known, never over a verified one; a verified hash replaces a
+ * provisional one; a refresh keeps it while the page says the same, and a
+ * hash the page gives is never provisional. */
+T(file_meta_provisional)
+{
+	char dir[] = "/tmp/larder-test-db-XXXXXX", sha[65], m1[65], m2[65];
+	struct db_file f = {.url = "http://u/a-1.whl", .size = 3,
+			    .upload_time = -1}, got;
+	struct db *db = NULL;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp failed");
+		return;
+	}
+	snprintf(sha, sizeof(sha), "%064d", 1);
+	snprintf(m1, sizeof(m1), "%064d", 2);
+	snprintf(m2, sizeof(m2), "%064d", 3);
+	CHECK_INT(db_open(dir, &db), 0);
+	CHECK_INT(db_file_put(db, "pypi", sha, "a-1.whl", &f), 0);
+	CHECK_INT(db_file_set_meta_as(db, sha, m1, 1), 0);
+	CHECK_INT(db_file_get(db, "pypi", sha, "a-1.whl", &got), 0);
+	CHECK_STR(got.meta_sha, m1);
+	CHECK_INT(got.meta_prov, 1);
+	/* a refresh that says the same keeps it, provisional */
+	CHECK_INT(db_file_put(db, "pypi", sha, "a-1.whl", &f), 0);
+	CHECK_INT(db_file_get(db, "pypi", sha, "a-1.whl", &got), 0);
+	CHECK_STR(got.meta_sha, m1);
+	CHECK_INT(got.meta_prov, 1);
+	/* another provisional one does not replace it; a verified one does */
+	CHECK_INT(db_file_set_meta_as(db, sha, m2, 1), 0);
+	CHECK_INT(db_file_get(db, "pypi", sha, "a-1.whl", &got), 0);
+	CHECK_STR(got.meta_sha, m1);
+	CHECK_INT(db_file_set_meta(db, sha, m2), 0);
+	CHECK_INT(db_file_get(db, "pypi", sha, "a-1.whl", &got), 0);
+	CHECK_STR(got.meta_sha, m2);
+	CHECK_INT(got.meta_prov, 0);
+	/* nothing provisional goes over a verified hash */
+	CHECK_INT(db_file_set_meta_as(db, sha, m1, 1), 0);
+	CHECK_INT(db_file_get(db, "pypi", sha, "a-1.whl", &got), 0);
+	CHECK_STR(got.meta_sha, m2);
+	CHECK_INT(got.meta_prov, 0);
+	/* a hash the page gives replaces a provisional one, verified */
+	CHECK_INT(db_file_put(db, "other", sha, "a-1.whl", &f), 0);
+	CHECK_INT(db_file_set_meta_as(db, sha, m1, 1), 0);
+	f.has_meta = 1;
+	memcpy(f.meta_sha, m2, 65);
+	CHECK_INT(db_file_put(db, "other", sha, "a-1.whl", &f), 0);
+	CHECK_INT(db_file_get(db, "other", sha, "a-1.whl", &got), 0);
+	CHECK_STR(got.meta_sha, m2);
+	CHECK_INT(got.meta_prov, 0);
+	db_close(db);
 	remove_db(dir);
 }
 
@@ -550,6 +620,7 @@ int main(void)
 	RUN(hosted_rows);
 	RUN(blob_rows);
 	RUN(schema_2_upgrades);
+	RUN(file_meta_provisional);
 	RUN(file_provenance);
 	RUN(open_race_on_fresh_store);
 	RUN(oci_rows);
