@@ -689,3 +689,28 @@ def test_range_of_a_cold_file_is_not_vouched_for(bare, tmp_path):
     r = bare.get(file_path(bare, f), headers={"Range": "bytes=0-"})
     assert r.status in (200, 206) and r.body == data, r
     assert sha in store(bare)
+
+
+def test_provisional_metadata_read_again_when_asked(bare, tmp_path):
+    """The wheel stored by a path that does not read its metadata again (a
+    Range over all of it): the next request for the metadata does."""
+    genuine, evil, name = same_size_builds(tmp_path)
+    add_dist(bare, genuine, name)
+    f = files_of(bare, "metapkg")[name]
+    bare.standin.control(faults=[{"match": name, "kind": "swap",
+                                  "file": evil}])
+    r = bare.get(file_path(bare, f, ".metadata"))
+    assert r.status == 200 and b"evilpkg" in r.body, r
+    assert r.header("X-Larder-Metadata") == "provisional"
+    bare.standin.control(faults=[])
+    data = open(genuine, "rb").read()
+    r = bare.get(file_path(bare, f), headers={"Range": "bytes=0-"})
+    assert r.status in (200, 206) and r.body == data, r
+    assert f["hashes"]["sha256"] in store(bare)
+    assert metric(bare, "larder_metadata_mismatch_total") == 0
+    r = bare.get(file_path(bare, f, ".metadata"))
+    assert r.status == 200 and r.body == wheel_metadata(genuine), r
+    assert "immutable" in r.header("Cache-Control")
+    assert r.header("ETag") == '"%s"' % hashlib.sha256(r.body).hexdigest()
+    assert metric(bare, "larder_metadata_mismatch_total") == 1
+    assert "METADATA MISMATCH" in bare.larder.log_text()
