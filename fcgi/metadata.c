@@ -63,13 +63,26 @@ static int synth_mode(const struct worker *w, int from)
 				 w->conf->synthesize_metadata);
 }
 
-/* What the last outcome of key says: 1 when its metadata was made and is
- * in the store (meta_sha names it; *prov when it was made from unverified
- * bytes); -1 when it cannot be made (the reason in why): a failure to
- * read a stored file stands for good (the bytes never change), one that
- * involved the upstream for error_ttl; else 0. */
-static int prior(struct worker *w, const char *key, int local,
-		 char meta_sha[65], int *prov, char *why, size_t len)
+/* Whether the blob sha256 was stored at or after unix time at. */
+static int stored_since(struct worker *w, const char *sha256, long long at)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	return blob_path(w->conf->data_dir, sha256, path, sizeof(path)) == 0 &&
+	       stat(path, &st) == 0 && (long long)st.st_mtime >= at;
+}
+
+/* What the last outcome of key, about the file sha256, says: 1 when its
+ * metadata was made and is in the store (meta_sha names it; *prov when it
+ * was made from unverified bytes); -1 when it cannot be made (the reason
+ * in why): a failure to read a stored file stands for good (the bytes
+ * never change), one that involved the upstream for error_ttl, or until
+ * the verified file is stored (a failure before that was about what the
+ * upstream served); else 0. */
+static int prior(struct worker *w, const char *key, const char *sha256,
+		 int local, char meta_sha[65], int *prov, char *why,
+		 size_t len)
 {
 	long long at;
 
@@ -83,6 +96,8 @@ static int prior(struct worker *w, const char *key, int local,
 		*why = '\0';
 		return send_stored(w, meta_sha) ? 1 : (*meta_sha = '\0', 0);
 	}
+	if (local && stored_since(w, sha256, at))
+		return 0;
 	return local || time(NULL) < at + w->conf->error_ttl ? -1 : 0;
 }
 
@@ -345,7 +360,7 @@ int metadata_make(struct worker *w, int from, const struct db_file *f,
 	}
 	if (flight_key(key, "meta:%s", sha256))
 		return ENAMETOOLONG;
-	rc = prior(w, key, local, meta_sha, &prov, err, errlen);
+	rc = prior(w, key, sha256, local, meta_sha, &prov, err, errlen);
 	if (rc > 0 && (!prov || (!local && mode == CONF_SYNTH_RANGES))) {
 		*provisional = prov;
 		return 0;

@@ -714,3 +714,25 @@ def test_provisional_metadata_read_again_when_asked(bare, tmp_path):
     assert r.header("ETag") == '"%s"' % hashlib.sha256(r.body).hexdigest()
     assert metric(bare, "larder_metadata_mismatch_total") == 1
     assert "METADATA MISMATCH" in bare.larder.log_text()
+
+
+def test_failed_range_reads_do_not_outlive_the_verified_wheel(bare, tmp_path):
+    """Range reads of a lying host that fail (other bytes of the same size,
+    no zip at all) are a 502; once the verified wheel is stored, the
+    metadata is read from it, not refused for good."""
+    genuine, _, name = same_size_builds(tmp_path)
+    junk = str(tmp_path / "junk.bin")
+    with open(junk, "wb") as out:
+        out.write(b"\0" * os.path.getsize(genuine))
+    add_dist(bare, genuine, name)
+    f = files_of(bare, "metapkg")[name]
+    bare.standin.control(faults=[{"match": name, "kind": "swap",
+                                  "file": junk}])
+    r = bare.get(file_path(bare, f, ".metadata"))
+    assert r.status == 502, r
+    bare.standin.control(faults=[])
+    r = bare.get(file_path(bare, f))
+    assert r.status == 200 and r.body == open(genuine, "rb").read(), r
+    r = bare.get(file_path(bare, f, ".metadata"))
+    assert r.status == 200 and r.body == wheel_metadata(genuine), r
+    assert "immutable" in r.header("Cache-Control")
