@@ -196,38 +196,6 @@ ssize_t conn_send(struct conn *c, const void *p, size_t n, int block)
 	return (ssize_t)taken;
 }
 
-/* Builds envp from the request's name-value pairs. */
-static int build_env(struct conn *c)
-{
-	const char *name, *value;
-	size_t off = 0, nl, vl, count = 0, pos = 0;
-	char **envp;
-	int rc;
-
-	buf_reset(&c->env);
-	while ((rc = fastcgi_pair(c->p.params.data, c->p.params.len, &off,
-				  &name, &nl, &value, &vl)) == 1) {
-		if (!nl || memchr(name, '=', nl) || memchr(name, '\0', nl))
-			continue;
-		if (buf_add(&c->env, name, nl) || buf_add(&c->env, "=", 1) ||
-		    buf_add(&c->env, value, vl) || buf_add(&c->env, "", 1))
-			return -1;
-		count++;
-	}
-	if (rc < 0)
-		return -1;
-	envp = realloc(c->envp, (count + 1) * sizeof(*envp));
-	if (!envp)
-		return -1;
-	c->envp = envp;
-	for (size_t i = 0; i < count; i++) {
-		envp[i] = c->env.data + pos;
-		pos += strlen(envp[i]) + 1;
-	}
-	envp[count] = NULL;
-	return 0;
-}
-
 const char *conn_env(const struct conn *c, const char *name)
 {
 	const char *found = NULL;
@@ -267,6 +235,7 @@ static enum conn_state parse(struct conn *c)
 {
 	enum fastcgi_event ev;
 	const char *cl;
+	int err;
 
 	while (c->in_off < c->in_len) {
 		c->in_off += fastcgi_feed(&c->p, c->in + c->in_off,
@@ -276,8 +245,17 @@ static enum conn_state parse(struct conn *c)
 		case FASTCGI_STDIN_DATA: /* a body nobody asked for */
 			break;
 		case FASTCGI_PARAMS_END:
-			if (build_env(c)) {
-				log_error(0, "fastcgi", "bad CGI variables");
+			err = fastcgi_env(c->p.params.data, c->p.params.len,
+					  &c->env, &c->envp, &c->bad_env);
+			if (err == EINVAL) {
+				/* answered 400; its stdin is drained after */
+				log_warn(0, "fastcgi", "refusing a request: %s",
+					 c->bad_env);
+				c->has_body = 1;
+				return CONN_READY;
+			}
+			if (err) {
+				log_error(err, "fastcgi", "bad CGI variables");
 				return CONN_CLOSED;
 			}
 			cl = conn_env(c, "CONTENT_LENGTH");
@@ -417,6 +395,7 @@ void conn_end(struct conn *c)
 	}
 	fastcgi_next(&c->p);
 	c->has_body = 0;
+	c->bad_env = NULL;
 	c->state = CONN_IDLE;
 }
 

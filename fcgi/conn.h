@@ -35,6 +35,8 @@ struct conn {
 	char **envp;          /* the request's variables, "NAME=VALUE" */
 	struct buf env;       /* what envp points into */
 	int has_body;         /* CONTENT_LENGTH > 0: stdin is the handler's */
+	const char *bad_env;  /* why the variables were refused (a NUL in a
+	                         value...): envp is empty, the answer a 400 */
 	struct buf out;       /* buffered FCGI_STDOUT records */
 	int broken;           /* a write failed: the web server is gone */
 	int linger;           /* reset-on-close is on */
