@@ -208,24 +208,25 @@ int loop_fcgi(const struct conf *c, int listen_fd, long max_requests,
 	l.listen_fd = listen_fd;
 	l.board = board;
 	l.slot = slot;
+	/* The supervisor forked this process with its signals blocked: what
+	 * was sent since stays pending until the handlers below are in.
+	 * Signals land only while the worker waits, so it never stops
+	 * between taking a connection and answering it. */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sa.sa_handler = on_reopen;
 	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGUSR2, SIG_DFL);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
-	/* Signals land only while the worker waits, so it never stops
-	 * between taking a connection and answering it. */
 	sigemptyset(&block);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &block, &waitmask);
-	sigdelset(&waitmask, SIGTERM);
-	sigdelset(&waitmask, SIGINT);
-	sigdelset(&waitmask, SIGUSR1);
+	sigprocmask(SIG_SETMASK, &block, NULL);
+	sigemptyset(&waitmask);
 	if (worker_open(&l.w, c, 0))
 		return 1;
 	l.ep = epoll_create1(EPOLL_CLOEXEC);

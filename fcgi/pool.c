@@ -77,7 +77,6 @@ static pid_t spawn(struct pool_board *b, long i, const struct conf *c,
 		   int fd)
 {
 	struct pool_slot *s = &b->slot[i];
-	sigset_t none;
 	pid_t pid;
 
 	s->busy = 0;
@@ -92,12 +91,13 @@ static pid_t spawn(struct pool_board *b, long i, const struct conf *c,
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != b->supervisor)
 			_exit(0);
+		/* the supervisor's signals stay blocked, and a SIGTERM sent
+		 * now stays pending, until loop_fcgi() has put in the
+		 * worker's own handlers: unblocked here, the supervisor's
+		 * handler would take it and the worker would never stop */
 		signal(SIGCHLD, SIG_DFL);
 		signal(SIGALRM, SIG_DFL);
-		signal(SIGUSR2, SIG_DFL);
 		signal(SIGHUP, SIG_IGN);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
 		s->pid = getpid();
 		_exit(loop_fcgi(c, fd, c->max_requests, b, (int)i));
 	}
