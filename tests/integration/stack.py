@@ -602,6 +602,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
     upstream larder {{
         server {server};
         keepalive 8;
+        keepalive_timeout 30s;
     }}
 
     server {{

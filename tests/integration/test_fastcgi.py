@@ -169,6 +169,29 @@ def larder(tmp_path):
     lr.stop()
 
 
+# ------------------------------------------------- issue 21 item 5: silence
+
+def test_silent_connections_stall_nothing(larder):
+    """Six connections that never send a byte (two workers, at most four)
+    cost a request on a seventh nothing it can notice: /+health answers
+    within 2 s (it took 19.7 s, each worker waiting 10 s on a silent one
+    before it would take another)."""
+    silent = [connect(larder.port) for _ in range(6)]
+    try:
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        r = fcgi_request(larder.port, "/+health", timeout=30)
+        took = time.monotonic() - t0
+        assert r.status == 200, r
+        assert took < 2.0, "/+health took %.1f s behind 6 silent connections" % took
+        # and the silent ones are still served once they speak
+        silent[0].sendall(request_bytes(cgi_params("/+health")))
+        assert read_response(silent[0]).status == 200
+    finally:
+        for s in silent:
+            s.close()
+
+
 # ------------------------------------------- issue 21 item 6: NUL injection
 
 def test_nul_in_a_value_is_refused(larder):
@@ -245,3 +268,101 @@ def test_a_new_worker_keeps_its_sigterm(larder):
         time.sleep(0.1)
     assert len(children(sup)) == 2
     assert fcgi_request(larder.port, "/+health").status == 200
+
+
+# ------------------------- issue 28 item 4: no reset under a streamed upload
+
+def streamed_post(port, path, headers, body, pieces=4, pause=0.003):
+    """A POST whose body goes out in pieces with pauses, so that nginx
+    (fastcgi_request_buffering off) streams it to larder as it comes, on a
+    kept connection. Returns (status, first bytes of the body)."""
+    h = {"Host": "127.0.0.1:%d" % port, "Content-Length": str(len(body)),
+         "Connection": "close"}
+    h.update(headers)
+    head = "POST %s HTTP/1.1\r\n%s\r\n" % (path, "".join("%s: %s\r\n" % kv for kv in h.items()))
+    step = len(body) // pieces + 1
+    chunks = []
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+        s.sendall(head.encode("latin-1"))
+        try:
+            for i in range(0, len(body), step):
+                s.sendall(body[i:i + step])
+                time.sleep(pause)
+        except OSError:
+            pass
+        try:
+            while True:
+                data = s.recv(65536)
+                if not data:
+                    break
+                chunks.append(data)
+        except OSError:
+            pass
+    raw = b"".join(chunks)
+    status = int(raw[9:12]) if raw[:5] == b"HTTP/" else 0
+    return status, raw.partition(b"\r\n\r\n")[2][:200]
+
+
+def test_streamed_uploads_survive_retiring_workers(tmp_path, wheel_dir):
+    """Streamed uploads behind nginx on kept connections while workers
+    retire all the time (max_requests = 3), the pool is replaced (SIGHUP
+    every 0.3 s) and GETs keep the workers busy: every upload is a 2xx. A
+    worker used to close its kept connections as it retired, and nginx,
+    which had just sent an upload on one, answered 502 (a streamed body
+    cannot be sent again)."""
+    reason = stackmod.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    st = stackmod.Stack(str(tmp_path / "stack"), wheel_dir, workers=2,
+                        larder_extra={"max_requests": 3, "max_workers": 8},
+                        larder_extra_text=uploads.HOSTED_CONF, root_pypi=uploads.ROOT_PYPI)
+    st.start()
+    try:
+        tok = uploads.token_add(st.larder, "root/private", "upload,read")
+        dist = tmp_path / "dist"
+        dist.mkdir()
+        n_up = 4 * 20
+        bodies = []
+        for i in range(n_up):
+            whl = uploads.padded_wheel(str(dist), "larder-keep-app", "1.%d" % i, 48 * 1024)
+            ctype, body = uploads.upload_body(whl)
+            h = {"Content-Type": ctype}
+            h.update(uploads.basic(tok))
+            bodies.append((h, body))
+        done = threading.Event()
+
+        def hup():
+            while not done.wait(0.3):
+                os.kill(st.larder.proc.pid, signal.SIGHUP)
+
+        def getter(_):
+            out = []
+            while not done.is_set():
+                out.append(stackmod.http(st.base + "/+health").status)
+            return out
+
+        def uploader(k):
+            return [streamed_post(st.nginx.port, "/root/private/", *bodies[i])
+                    for i in range(k, n_up, 4)]
+
+        threading.Thread(target=hup, daemon=True).start()
+        with concurrent.futures.ThreadPoolExecutor(6) as ex:
+            gets = [ex.submit(getter, g) for g in range(2)]
+            ups = [ex.submit(uploader, k) for k in range(4)]
+            results = [r for f in ups for r in f.result()]
+            done.set()
+            statuses = [s for f in gets for s in f.result()]
+        bad = [r for r in results if not 200 <= r[0] < 300]
+        assert not bad, "%d of %d uploads failed: %s\nnginx: %s" % (
+            len(bad), len(results), bad[:5],
+            [l for l in st.nginx.error_text().splitlines() if "[error]" in l][:5])
+        assert all(s == 200 for s in statuses), sorted(set(statuses))
+        assert len(uploads.hosted_rows(st.data_dir, "root/private")) == n_up
+        # nor was a GET reset (nginx retries those, and said so in its log)
+        resets = [l for l in st.nginx.error_text().splitlines()
+                  if "reset by peer" in l or "prematurely closed" in l]
+        assert not resets, resets[:5]
+        assert "unread" not in st.larder.log_text()
+        assert "after larder's FIN" not in st.larder.log_text()
+    finally:
+        st.stop()
