@@ -366,3 +366,125 @@ def test_streamed_uploads_survive_retiring_workers(tmp_path, wheel_dir):
         assert "after larder's FIN" not in st.larder.log_text()
     finally:
         st.stop()
+
+
+# ------------------------------------------- libfcgi's cgi-fcgi as oracle
+
+def cgi_fcgi(connect, path, method="GET", headers=None, body=b"", extra_env=None):
+    """One request through libfcgi's cgi-fcgi -bind (a CGI program that
+    relays its environment and stdin to a FastCGI application): what a
+    client built on the library larder does not use makes of larder's
+    answer. Returns an FcgiResponse."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    env.update({k: v.decode() if isinstance(v, bytes) else v
+                for k, v in cgi_params(path, method, headers=headers, body=body)
+                if v != ""})
+    env["GATEWAY_INTERFACE"] = "CGI/1.1"
+    env.update(extra_env or {})
+    p = subprocess.run(["cgi-fcgi", "-bind", "-connect", connect], env=env, input=body,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert p.returncode == 0, (p.returncode, p.stderr[-500:])
+    return FcgiResponse(p.stdout, p.stderr, p.returncode)
+
+
+def _pids_with_env(marker):
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/environ" % d, "rb") as f:
+                if marker.encode() in f.read().split(b"\0"):
+                    found.append(int(d))
+        except OSError:
+            continue
+    return found
+
+
+def test_cgi_fcgi_oracle(tmp_path, wheel_dir):
+    """libfcgi's own client against `larder serve --listen` (TCP) and
+    against larder started by `cgi-fcgi -start` on a unix socket of its own
+    (a pool on fd 0, as a web server spawns it): a page, a file and an
+    upload, each checked against what larder stores and serves."""
+    if not shutil.which("cgi-fcgi"):
+        pytest.skip("cgi-fcgi is not installed (Debian libfcgi-bin)")
+    import hashlib
+    import json
+    from urllib.parse import urljoin
+
+    sd = stackmod.Standin(wheel_dir, str(tmp_path / "standin"))
+    sd.start()
+    lr = stackmod.Larder(str(tmp_path / "larder"), sd.port, files_port=sd.files_port,
+                         extra_text=uploads.HOSTED_CONF, root_pypi=uploads.ROOT_PYPI)
+    with open(lr.conf) as f:
+        text = f.read()
+    with open(lr.conf, "w") as f:   # bytes in the response, not a redirect
+        f.write(text.replace("sendfile = x-accel-redirect", "sendfile = stream"))
+    spawned = None
+    try:
+        lr.start()
+        tcp = "127.0.0.1:%d" % lr.port
+        page_path = "/root/pypi/simple/larder-demo-a/"
+        r = cgi_fcgi(tcp, page_path, headers={"Accept": stackmod.PIP_ACCEPT})
+        assert r.status == 200, r
+        assert r.headers["content-type"].startswith(stackmod.JSON_TYPE), r.headers
+        doc = json.loads(r.body)
+        assert doc["name"] == "larder-demo-a"
+        wheel = [f for f in doc["files"] if f["filename"].endswith(".whl")][0]
+        with open(os.path.join(wheel_dir, wheel["filename"]), "rb") as f:
+            want = f.read()
+        file_path = urljoin(page_path, wheel["url"]).split("#")[0]
+        for _ in range(2):  # cold (fetched, verified, streamed), then warm
+            r = cgi_fcgi(tcp, file_path)
+            assert r.status == 200, r
+            assert hashlib.sha256(r.body).hexdigest() == wheel["hashes"]["sha256"]
+            assert r.body == want
+        # an upload: a POST with its body on stdin
+        tok = uploads.token_add(lr, "root/private", "upload,read")
+        dist = tmp_path / "dist"
+        dist.mkdir()
+        whl = uploads.padded_wheel(str(dist), "larder-oracle-app", "1.0", 100 * 1024)
+        ctype, body = uploads.upload_body(whl)
+        h = {"Content-Type": ctype}
+        h.update(uploads.basic(tok))
+        r = cgi_fcgi(tcp, "/root/private/", method="POST", headers=h, body=body)
+        assert 200 <= r.status < 300, r
+        r = cgi_fcgi(tcp, "/root/private/simple/larder-oracle-app/",
+                     headers={"Accept": stackmod.PIP_ACCEPT, "Authorization": h["Authorization"]})
+        assert r.status == 200, r
+        up = json.loads(r.body)["files"][0]
+        r = cgi_fcgi(tcp, urljoin("/root/private/simple/larder-oracle-app/", up["url"]).split("#")[0],
+                     headers={"Authorization": h["Authorization"]})
+        assert r.status == 200, r
+        with open(whl, "rb") as f:
+            assert r.body == f.read()
+        # refused: a 4xx with its one-line reason, through the library too
+        r = cgi_fcgi(tcp, "/root/private/", method="POST", headers={"Content-Type": ctype},
+                     body=body)
+        assert r.status == 401, r
+
+        # larder as the application cgi-fcgi starts, on a socket of its own
+        sock = str(tmp_path / "spawned.sock")
+        marker = "LARDER_CONFIG=" + lr.conf
+        env = dict(os.environ, LARDER_CONFIG=lr.conf, LARDER_WORKERS="2")
+        subprocess.run(["cgi-fcgi", "-start", "-connect", sock, lr.binary], env=env,
+                       check=True, timeout=30, stdout=subprocess.DEVNULL)
+        spawned = marker
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not os.path.exists(sock):
+            time.sleep(0.05)
+        r = cgi_fcgi(sock, "/+health")
+        assert r.status == 200, r
+        r = cgi_fcgi(sock, page_path, headers={"Accept": stackmod.PIP_ACCEPT})
+        assert r.status == 200 and json.loads(r.body)["name"] == "larder-demo-a", r
+        r = cgi_fcgi(sock, file_path)
+        assert r.status == 200 and r.body == want, r
+    finally:
+        if spawned:
+            for pid in _pids_with_env(spawned):
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except OSError:
+                    pass
+        lr.stop()
+        sd.stop()
