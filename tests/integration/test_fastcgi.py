@@ -222,18 +222,16 @@ def test_nul_in_a_value_is_refused(larder):
 # --------------------------------------- issue 21 item 7: a lost SIGTERM
 
 def test_a_new_worker_keeps_its_sigterm(larder):
-    """SIGHUP starts a new generation of workers and sends the old one
-    SIGTERM; a second reload soon after sends it to workers forked a moment
-    before. A worker that got it before it had put in its own handler (the
-    supervisor's took it, and it was lost) served on forever with the old
-    config.
+    """A worker sent SIGTERM the moment it is forked (a second reload, or
+    a stop, right after a reload) stops. One that got it before it had put
+    in its own handler (the supervisor's took it, and it was lost) served
+    on forever, with the old config.
 
     The window, from fork until the worker's handlers are in, is a few
     microseconds and cannot be hit from outside by timing alone; strace
     holds every new worker for 0.5 s at the end of each rt_sigprocmask it
     makes (where the old code unblocked the supervisor's handler), and the
-    second SIGHUP comes then. Before the fix this left 2 workers of the old
-    generation running for good."""
+    SIGTERM comes then. Before the fix both new workers ran on for good."""
     if not shutil.which("strace"):
         pytest.skip("strace is not installed")
     sup = larder.proc.pid
@@ -253,7 +251,8 @@ def test_a_new_worker_keeps_its_sigterm(larder):
         new = set(children(sup)) - before
         assert new, "no new worker after SIGHUP"
         time.sleep(0.1)  # the new ones are inside their first rt_sigprocmask
-        os.kill(sup, signal.SIGHUP)
+        for pid in new:  # as a reload or a stop would
+            os.kill(pid, signal.SIGTERM)
         time.sleep(1.5)
     finally:
         st.terminate()
@@ -262,7 +261,7 @@ def test_a_new_worker_keeps_its_sigterm(larder):
     while time.monotonic() < deadline and set(children(sup)) & new:
         time.sleep(0.1)
     left = set(children(sup)) & new
-    assert not left, "workers of the replaced generation still run: %s" % sorted(left)
+    assert not left, "workers sent SIGTERM still run: %s" % sorted(left)
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and len(children(sup)) != 2:
         time.sleep(0.1)
