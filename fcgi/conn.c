@@ -460,17 +460,38 @@ static void cork(struct conn *c, int on)
 		setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
 }
 
-void conn_end(struct conn *c)
+/* Reads and drops what is left of the request body, up to DRAIN_MAX. */
+static void drain_body(struct conn *c)
 {
 	char sink[4096];
 	size_t drained = 0;
 	ssize_t n;
-	/* the request is read whole: its end and the FIN go out together,
-	 * and nginx, seeing both at once, never keeps the connection */
-	int fin = (c->last || !c->p.keep_conn) &&
-		  (!c->has_body || c->p.stdin_done);
 
-	if (fin)
+	while (c->has_body && !c->p.stdin_done && drained < DRAIN_MAX) {
+		n = conn_read_body(c, sink, sizeof(sink));
+		if (n <= 0)
+			break;
+		drained += (size_t)n;
+	}
+}
+
+void conn_end(struct conn *c)
+{
+	int going = c->last || !c->p.keep_conn;
+
+	/* A connection that goes: the rest of the body first (the response
+	 * goes out meanwhile, all but its end), so that FCGI_END_REQUEST
+	 * and the FIN leave together, and nginx, seeing both at once, never
+	 * keeps the connection. A FIN after the end would come too late:
+	 * nginx may have sent its next request on it already. */
+	if (going && c->has_body && !c->p.stdin_done) {
+		if (conn_flush(c) < 0) {
+			c->state = CONN_CLOSED;
+			return;
+		}
+		drain_body(c);
+	}
+	if (going && (!c->has_body || c->p.stdin_done))
 		cork(c, 1);
 	if (finish(c)) {
 		c->state = CONN_CLOSED;
@@ -478,17 +499,13 @@ void conn_end(struct conn *c)
 	}
 	conn_linger(c, 0);
 	c->served++;
-	if (fin) {
+	if (going) {
 		conn_shut(c);
 		return;
 	}
-	while (c->has_body && !c->p.stdin_done && drained < DRAIN_MAX) {
-		n = conn_read_body(c, sink, sizeof(sink));
-		if (n <= 0)
-			break;
-		drained += (size_t)n;
-	}
-	if (c->last || !c->p.keep_conn || (c->has_body && !c->p.stdin_done)) {
+	drain_body(c);
+	/* nginx does not keep a connection it has not sent the body on */
+	if (c->has_body && !c->p.stdin_done) {
 		conn_shut(c);
 		return;
 	}
