@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/fastcgi.h"
@@ -96,6 +97,82 @@ int fastcgi_pair(const char *data, size_t len, size_t *off, const char **name,
 	*value = data + o + *nlen;
 	*off = o + *nlen + *vlen;
 	return 1;
+}
+
+/* Checks one pair for what fastcgi_env() refuses. Returns NULL or why. */
+static const char *bad_pair(const char *name, size_t nl, const char *value,
+			    size_t vl)
+{
+	if (!nl)
+		return "an empty FastCGI parameter name";
+	if (memchr(name, '\0', nl))
+		return "a NUL byte in a FastCGI parameter name";
+	if (memchr(name, '=', nl))
+		return "'=' in a FastCGI parameter name";
+	if (memchr(value, '\0', vl))
+		return "a NUL byte in a FastCGI parameter value";
+	return NULL;
+}
+
+/* Sets *envp to an empty list (reusing the array). Returns 0 or ENOMEM. */
+static int empty_env(char ***envp)
+{
+	char **e = realloc(*envp, sizeof(*e));
+
+	if (!e)
+		return ENOMEM;
+	*envp = e;
+	e[0] = NULL;
+	return 0;
+}
+
+int fastcgi_env(const char *data, size_t len, struct buf *env, char ***envp,
+		const char **why)
+{
+	const char *name, *value;
+	size_t off = 0, nl, vl, count = 0, pos = 0;
+	char **e;
+	int rc, err = 0;
+
+	*why = NULL;
+	buf_reset(env);
+	while ((rc = fastcgi_pair(data, len, &off, &name, &nl, &value,
+				  &vl)) == 1) {
+		*why = bad_pair(name, nl, value, vl);
+		if (*why) {
+			err = EINVAL;
+			goto fail;
+		}
+		if (buf_add(env, name, nl) || buf_add(env, "=", 1) ||
+		    buf_add(env, value, vl) || buf_add(env, "", 1)) {
+			err = ENOMEM;
+			goto fail;
+		}
+		count++;
+	}
+	if (rc < 0) {
+		err = EBADMSG;
+		goto fail;
+	}
+	e = realloc(*envp, (count + 1) * sizeof(*e));
+	if (!e) {
+		err = ENOMEM;
+		goto fail;
+	}
+	*envp = e;
+	for (size_t i = 0; i < count; i++) {
+		e[i] = env->data + pos;
+		pos += strlen(e[i]) + 1;
+	}
+	e[count] = NULL;
+	return 0;
+fail:
+	buf_reset(env);
+	if (*envp) /* an array holds one place at least */
+		(*envp)[0] = NULL;
+	else if (empty_env(envp))
+		return ENOMEM;
+	return err;
 }
 
 /* Appends a pair with short (one-byte) lengths to out at *n, if it fits. */

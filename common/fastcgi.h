@@ -91,6 +91,19 @@ size_t fastcgi_feed(struct fastcgi_parser *p, const char *data, size_t len,
 int fastcgi_pair(const char *data, size_t len, size_t *off, const char **name,
 		 size_t *nlen, const char **value, size_t *vlen);
 
+/* Turns the name-value pairs of a FCGI_PARAMS stream into a CGI
+ * environment: each pair becomes "NAME=VALUE" and its NUL in env (reset
+ * first; its limit bounds the whole), and *envp (realloc'd; the caller's
+ * to free, NULL-terminated) points at each in order. A name that is empty
+ * or holds '=' or NUL, or a value that holds NUL, would make one variable
+ * read as another (a NUL in a value splits it into two strings, and the
+ * second could be REQUEST_URI): the request is refused, not cleaned.
+ * Returns 0; EINVAL with *why set (a one-line reason) for such a pair;
+ * EBADMSG when the pairs are malformed; ENOMEM when env is full or an
+ * allocation fails. On error *envp is still a valid, empty list. */
+int fastcgi_env(const char *data, size_t len, struct buf *env, char ***envp,
+		const char **why);
+
 /* Writes a record header for content_len bytes of type on request id. */
 void fastcgi_header(unsigned char out[FASTCGI_HEADER_LEN], int type,
 		    uint16_t id, size_t content_len, size_t padding_len);

@@ -4,6 +4,9 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -26,19 +29,25 @@
  * sits in the socket buffers between them. */
 #define DRAIN_MAX (16 << 20)
 
+long long conn_now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 struct conn *conn_new(int fd)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	struct sockaddr_storage ss;
-	struct timespec now;
 	socklen_t len = sizeof(ss);
 
 	if (!c) {
 		close(fd);
 		return NULL;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	c->born_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	c->born_ms = c->since_ms = conn_now_ms();
 	c->fd = fd;
 	c->is_tcp = getsockname(fd, (struct sockaddr *)&ss, &len) == 0 &&
 		    ss.ss_family != AF_UNIX;
@@ -51,8 +60,20 @@ struct conn *conn_new(int fd)
 
 void conn_free(struct conn *c)
 {
+	int unread = 0;
+
 	if (!c)
 		return;
+	/* a reset on purpose (conn_abort) is not worth a line */
+	if (c->fd >= 0 && !c->linger &&
+	    (ioctl(c->fd, FIONREAD, &unread) < 0 || unread < 0))
+		unread = 0;
+	if (unread > 0)
+		log_warn(0, "fastcgi", "closing a connection with %d bytes "
+			 "unread (%s): the web server gets a reset",
+			 unread, c->state == CONN_CLOSING ? "sent after larder's "
+			 "FIN" : c->served ? "a request on a kept connection" :
+			 "a new connection");
 	if (c->fd >= 0)
 		close(c->fd);
 	fastcgi_free(&c->p);
@@ -196,38 +217,6 @@ ssize_t conn_send(struct conn *c, const void *p, size_t n, int block)
 	return (ssize_t)taken;
 }
 
-/* Builds envp from the request's name-value pairs. */
-static int build_env(struct conn *c)
-{
-	const char *name, *value;
-	size_t off = 0, nl, vl, count = 0, pos = 0;
-	char **envp;
-	int rc;
-
-	buf_reset(&c->env);
-	while ((rc = fastcgi_pair(c->p.params.data, c->p.params.len, &off,
-				  &name, &nl, &value, &vl)) == 1) {
-		if (!nl || memchr(name, '=', nl) || memchr(name, '\0', nl))
-			continue;
-		if (buf_add(&c->env, name, nl) || buf_add(&c->env, "=", 1) ||
-		    buf_add(&c->env, value, vl) || buf_add(&c->env, "", 1))
-			return -1;
-		count++;
-	}
-	if (rc < 0)
-		return -1;
-	envp = realloc(c->envp, (count + 1) * sizeof(*envp));
-	if (!envp)
-		return -1;
-	c->envp = envp;
-	for (size_t i = 0; i < count; i++) {
-		envp[i] = c->env.data + pos;
-		pos += strlen(envp[i]) + 1;
-	}
-	envp[count] = NULL;
-	return 0;
-}
-
 const char *conn_env(const struct conn *c, const char *name)
 {
 	const char *found = NULL;
@@ -267,6 +256,7 @@ static enum conn_state parse(struct conn *c)
 {
 	enum fastcgi_event ev;
 	const char *cl;
+	int err;
 
 	while (c->in_off < c->in_len) {
 		c->in_off += fastcgi_feed(&c->p, c->in + c->in_off,
@@ -276,8 +266,17 @@ static enum conn_state parse(struct conn *c)
 		case FASTCGI_STDIN_DATA: /* a body nobody asked for */
 			break;
 		case FASTCGI_PARAMS_END:
-			if (build_env(c)) {
-				log_error(0, "fastcgi", "bad CGI variables");
+			err = fastcgi_env(c->p.params.data, c->p.params.len,
+					  &c->env, &c->envp, &c->bad_env);
+			if (err == EINVAL) {
+				/* answered 400; its stdin is drained after */
+				log_warn(0, "fastcgi", "refusing a request: %s",
+					 c->bad_env);
+				c->has_body = 1;
+				return CONN_READY;
+			}
+			if (err) {
+				log_error(err, "fastcgi", "bad CGI variables");
 				return CONN_CLOSED;
 			}
 			cl = conn_env(c, "CONTENT_LENGTH");
@@ -318,10 +317,69 @@ static enum conn_state parse(struct conn *c)
 	return CONN_IDLE;
 }
 
+/* CONN_CLOSING: reads and drops what comes until the web server closes
+ * its side. Returns the state. */
+static enum conn_state drain_closing(struct conn *c)
+{
+	char sink[4096];
+	ssize_t n;
+
+	for (;;) {
+		n = recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT);
+		if (n > 0) {
+			/* the rest of a body larder stopped reading is
+			 * expected; a new request is one that will fail */
+			if (!c->told && (!c->has_body || c->p.stdin_done))
+				log_warn(0, "fastcgi", "%zd bytes came on a "
+					 "connection after larder's FIN: "
+					 "dropped (the web server sent a "
+					 "request it will fail)", n);
+			c->told = 1;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return CONN_CLOSING;
+		return c->state = CONN_CLOSED;
+	}
+}
+
+int conn_pending(const struct conn *c)
+{
+	char b;
+	ssize_t n;
+
+	if (c->in_off < c->in_len)
+		return 1;
+	do {
+		n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n > 0)
+		return 1;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	return -1;
+}
+
+void conn_shut(struct conn *c)
+{
+	if (c->state == CONN_CLOSING || c->state == CONN_CLOSED)
+		return;
+	if (shutdown(c->fd, SHUT_WR) < 0) {
+		c->state = CONN_CLOSED;
+		return;
+	}
+	c->state = CONN_CLOSING;
+	c->since_ms = conn_now_ms();
+}
+
 enum conn_state conn_fill(struct conn *c)
 {
 	ssize_t n;
 
+	if (c->state == CONN_CLOSING)
+		return drain_closing(c);
 	for (;;) {
 		c->state = parse(c);
 		if (c->state != CONN_IDLE)
@@ -330,6 +388,7 @@ enum conn_state conn_fill(struct conn *c)
 		n = recv(c->fd, c->in, sizeof(c->in), MSG_DONTWAIT);
 		if (n > 0) {
 			c->in_len = (size_t)n;
+			c->since_ms = conn_now_ms();
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -393,39 +452,74 @@ void conn_linger(struct conn *c, int reset)
 	}
 }
 
-void conn_end(struct conn *c)
+/* TCP_CORK on or off: while it is on, what is written waits, so that the
+ * FIN of a shutdown goes out in the same segment. */
+static void cork(struct conn *c, int on)
+{
+	if (c->is_tcp)
+		setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+}
+
+/* Reads and drops what is left of the request body, up to DRAIN_MAX. */
+static void drain_body(struct conn *c)
 {
 	char sink[4096];
 	size_t drained = 0;
 	ssize_t n;
 
-	if (finish(c)) {
-		c->state = CONN_CLOSED;
-		return;
-	}
-	conn_linger(c, 0);
-	c->served++;
 	while (c->has_body && !c->p.stdin_done && drained < DRAIN_MAX) {
 		n = conn_read_body(c, sink, sizeof(sink));
 		if (n <= 0)
 			break;
 		drained += (size_t)n;
 	}
-	if (!c->p.keep_conn || (c->has_body && !c->p.stdin_done)) {
+}
+
+void conn_end(struct conn *c)
+{
+	int going = c->last || !c->p.keep_conn;
+
+	/* A connection that goes: the rest of the body first (the response
+	 * goes out meanwhile, all but its end), so that FCGI_END_REQUEST
+	 * and the FIN leave together, and nginx, seeing both at once, never
+	 * keeps the connection. A FIN after the end would come too late:
+	 * nginx may have sent its next request on it already. */
+	if (going && c->has_body && !c->p.stdin_done) {
+		if (conn_flush(c) < 0) {
+			c->state = CONN_CLOSED;
+			return;
+		}
+		drain_body(c);
+	}
+	if (going && (!c->has_body || c->p.stdin_done))
+		cork(c, 1);
+	if (finish(c)) {
 		c->state = CONN_CLOSED;
+		return;
+	}
+	conn_linger(c, 0);
+	c->served++;
+	if (going) {
+		conn_shut(c);
+		return;
+	}
+	drain_body(c);
+	/* nginx does not keep a connection it has not sent the body on */
+	if (c->has_body && !c->p.stdin_done) {
+		conn_shut(c);
 		return;
 	}
 	fastcgi_next(&c->p);
 	c->has_body = 0;
+	c->bad_env = NULL;
 	c->state = CONN_IDLE;
+	c->since_ms = conn_now_ms();
 }
 
 void conn_end_close(struct conn *c)
 {
+	c->last = 1;
 	conn_end(c);
-	if (c->state != CONN_CLOSED)
-		shutdown(c->fd, SHUT_RDWR);
-	c->state = CONN_CLOSED;
 }
 
 void conn_abort(struct conn *c)

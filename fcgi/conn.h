@@ -22,6 +22,8 @@ enum conn_state {
 	CONN_IDLE,    /* waiting for (the rest of) a request */
 	CONN_READY,   /* a request is complete: serve it */
 	CONN_BUSY,    /* being served */
+	CONN_CLOSING, /* larder sent its FIN (conn_shut): draining what the
+	                 web server still sends until it closes too */
 	CONN_CLOSED,  /* the peer closed, or broke the protocol: drop it */
 };
 
@@ -35,11 +37,18 @@ struct conn {
 	char **envp;          /* the request's variables, "NAME=VALUE" */
 	struct buf env;       /* what envp points into */
 	int has_body;         /* CONTENT_LENGTH > 0: stdin is the handler's */
+	const char *bad_env;  /* why the variables were refused (a NUL in a
+	                         value...): envp is empty, the answer a 400 */
 	struct buf out;       /* buffered FCGI_STDOUT records */
 	int broken;           /* a write failed: the web server is gone */
 	int linger;           /* reset-on-close is on */
 	long served;          /* requests answered on it */
+	int last;             /* end the next response with a FIN: the
+	                         worker is retiring, or the socket is
+	                         wanted free */
 	long long born_ms;    /* when it was accepted (CLOCK_MONOTONIC) */
+	long long since_ms;   /* when it went idle, or began closing */
+	int told;             /* CONN_CLOSING: bytes after the FIN logged */
 	struct conn *next;    /* the worker's list */
 };
 
@@ -47,13 +56,32 @@ struct conn {
  * NULL (ENOMEM; fd is closed). */
 struct conn *conn_new(int fd);
 
-/* Closes the socket and frees c. NULL is fine. */
+/* Closes the socket and frees c. NULL is fine. Closing a socket with
+ * bytes unread makes the kernel reset it, and a web server that was
+ * sending a request on it fails that request: logged when it happens. */
 void conn_free(struct conn *c);
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+long long conn_now_ms(void);
+
+/* Whether the web server has sent anything on an idle c (a request on its
+ * way, which closing would reset). Returns 1, 0, or -1 when it has closed
+ * its side. */
+int conn_pending(const struct conn *c);
+
+/* Lets go of c gracefully: a FIN (shutdown SHUT_WR), then c is
+ * CONN_CLOSING, and conn_fill() reads and drops what still comes until
+ * the web server closes too (nginx drops a kept connection whose FIN it
+ * has seen, and never sends on it); the caller frees it then, or after a
+ * grace. */
+void conn_shut(struct conn *c);
 
 /* Reads what the socket has without blocking and parses it; answers
  * management records itself. Sets c->state: CONN_READY with a request,
  * CONN_IDLE when more is needed, CONN_CLOSED when the connection is over.
- * Returns c->state. */
+ * On a CONN_CLOSING connection, reads and drops what came (logged: the
+ * web server sent a request larder cannot answer) and sets CONN_CLOSED
+ * at its end. Returns c->state. */
 enum conn_state conn_fill(struct conn *c);
 
 /* Reads up to n bytes of the request body, blocking until some arrive.
@@ -69,12 +97,14 @@ ssize_t conn_send(struct conn *c, const void *p, size_t n, int block);
 int conn_flush(struct conn *c);
 
 /* Ends the request (FCGI_END_REQUEST), reads what is left of its body, and
- * readies c for the next request when the web server keeps connections,
- * else sets CONN_CLOSED. */
+ * readies c for the next request when the web server keeps connections;
+ * else, or with c->last, lets go of it (conn_shut; on TCP the FIN rides
+ * in the segment of the FCGI_END_REQUEST, so nginx sees both at once and
+ * never keeps the connection), or sets CONN_CLOSED when it is broken. */
 void conn_end(struct conn *c);
 
-/* Ends the request as conn_end() does, then lets go of the connection at
- * once (CONN_CLOSED) rather than keep it: the web server must not send its
+/* Ends the request as conn_end() does with c->last: lets go of the
+ * connection rather than keep it, so the web server does not send its
  * next request to a worker that goes on working on this one. */
 void conn_end_close(struct conn *c);
 

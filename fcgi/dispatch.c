@@ -169,6 +169,7 @@ void dispatch(struct worker *w, struct req *r, int init_err)
 		r->path[0] = '\0';
 		req_error(r, init_err == ENAMETOOLONG ? 414 : 400,
 			  init_err == ENAMETOOLONG ? "path too long" :
+			  r->bad_request ? r->bad_request :
 			  "bad path encoding");
 	} else {
 		route(w, r);

@@ -5,7 +5,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -21,8 +20,22 @@
 #define STOP_WAIT_MS 5000
 /* How long a new connection may take to send its first request. */
 #define FIRST_REQUEST_MS 10000
+/* How long a worker leaves the listening socket to the others for a new
+ * connection of its own that has not sent its first request yet. A web
+ * server sends it at once, and the next connection then goes to a worker
+ * that is free; one that keeps silent longer no longer holds the worker
+ * up (six silent connections stalled every worker for 20 s). */
+#define FRESH_WAIT_MS 100
+/* A kept connection idle this long is let go. Longer than the
+ * keepalive_timeout nginx's upstream block has (60 s unless set; the
+ * shipped config says 30 s): nginx closes first, and never sends on a
+ * connection larder is closing. */
+#define KEEP_IDLE_MS 75000
+/* How long a connection larder sent its FIN on is drained before it is
+ * closed whatever comes. */
+#define CLOSE_GRACE_MS 2000
 
-static volatile sig_atomic_t stopping, reopen;
+static volatile sig_atomic_t stopping, reopen, retire_asked;
 
 static void on_stop(int sig)
 {
@@ -37,12 +50,21 @@ static void on_reopen(int sig)
 	reopen = 1;
 }
 
+/* SIGUSR2, from the supervisor: retire (a reload, or the pool shrinks). */
+static void on_retire(int sig)
+{
+	(void)sig;
+	retire_asked = 1;
+}
+
 struct loop {
 	struct worker w;
 	int ep;
 	int listen_fd;
 	int listening;        /* the listening socket is in the epoll set */
+	int retiring;         /* takes nothing new; goes once it holds none */
 	long served;
+	long max_requests;
 	struct pool_board *board;
 	int slot;
 };
@@ -66,12 +88,31 @@ static void drop(struct loop *l, struct conn *c)
 	conn_free(c);
 }
 
+/* From now on: no new connection, and every response ends its
+ * connection (with its FIN, so a web server never sends on one that is
+ * going); the idle ones go when the web server closes them or they have
+ * been idle KEEP_IDLE_MS. The pool replaces the worker at once. */
+static void retire(struct loop *l)
+{
+	if (l->retiring)
+		return;
+	l->retiring = 1;
+	for (struct conn *c = l->w.conns; c; c = c->next)
+		c->last = 1;
+	pool_retiring(l->board, l->slot);
+}
+
 /* Answers the request that is complete on c. */
 static void serve(struct loop *l, struct conn *c)
 {
 	struct req r;
 	int err;
 
+	/* the last request of max_requests ends its connection */
+	if (l->max_requests && l->served + 1 >= l->max_requests)
+		retire(l);
+	if (l->retiring || stopping)
+		c->last = 1;
 	l->w.current = c;
 	c->state = CONN_BUSY;
 	pool_mark(l->board, l->slot, 1);
@@ -88,14 +129,12 @@ static void serve(struct loop *l, struct conn *c)
 		worker_sweep(&l->w);
 }
 
-/* Reads what c has and answers every request that is complete. */
+/* Reads what c has and answers every request that is complete; drains a
+ * closing one. */
 static void service(struct loop *l, struct conn *c)
 {
-	while (conn_fill(c) == CONN_READY) {
+	while (conn_fill(c) == CONN_READY)
 		serve(l, c);
-		if (c->state == CONN_CLOSED)
-			break;
-	}
 	if (c->state == CONN_CLOSED)
 		drop(l, c);
 }
@@ -129,39 +168,90 @@ static void take(struct loop *l)
 	service(l, c);
 }
 
-static long long now_ms(void)
+/* A kept connection that has been idle too long, or that a stopping
+ * worker lets go: a request already on its way is answered (its
+ * response ends the connection), else larder sends its FIN. */
+static void let_go(struct loop *l, struct conn *c)
 {
-	struct timespec t;
+	int pending = conn_pending(c);
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+	c->last = 1;
+	if (pending > 0) {
+		service(l, c);
+		return;
+	}
+	conn_shut(c);
+	if (pending < 0)
+		service(l, c); /* closed already: drained and dropped */
 }
 
-/* Whether the worker should take new connections now: not when stopping,
- * when it holds too many, or while one it took has not sent its first
- * request (the next request would wait behind that one); a connection
- * that keeps silent too long is dropped. Sets *fresh when one is still
- * awaited. */
-static int want_more(struct loop *l, int *fresh)
+/* Minds the connections' clocks: drops what kept silent too long, lets
+ * go of kept connections idle for KEEP_IDLE_MS and of closing ones past
+ * their grace. Returns whether the worker should take new connections:
+ * not when stopping or retiring, when it holds MAX_CONNS, or while one
+ * it took less than FRESH_WAIT_MS ago has not sent its first request.
+ * Sets *wait_ms to how long the next wait may last. */
+static int tend(struct loop *l, int *wait_ms)
 {
-	struct conn *c, *next;
-	int n = 0;
+	struct conn *c, *next, *oldest_silent = NULL;
+	long long now = conn_now_ms();
+	int n = 0, fresh = 0;
 
-	*fresh = 0;
+	*wait_ms = 60000;
 	for (c = l->w.conns; c; c = next) {
+		long long age = now - c->since_ms;
+
 		next = c->next;
-		if (!c->served && c->state == CONN_IDLE &&
-		    now_ms() - c->born_ms > FIRST_REQUEST_MS) {
-			log_warn(0, "fastcgi", "no request on a new connection "
-				 "for %d s: closing it", FIRST_REQUEST_MS / 1000);
-			drop(l, c);
-			continue;
+		if (c->state == CONN_CLOSING) {
+			if (age > CLOSE_GRACE_MS) {
+				drop(l, c);
+				continue;
+			}
+			*wait_ms = 100;
+		} else if (c->state == CONN_IDLE && !c->served) {
+			age = now - c->born_ms;
+			if (age > FIRST_REQUEST_MS) {
+				log_warn(0, "fastcgi", "no request on a new "
+					 "connection for %d s: closing it",
+					 FIRST_REQUEST_MS / 1000);
+				drop(l, c);
+				continue;
+			}
+			if (age < FRESH_WAIT_MS) {
+				fresh = 1;
+				if (*wait_ms > FRESH_WAIT_MS - age + 1)
+					*wait_ms = (int)(FRESH_WAIT_MS - age + 1);
+			} else {
+				oldest_silent = c; /* the list is newest first */
+				if (*wait_ms > 1000)
+					*wait_ms = 1000;
+			}
+		} else if (c->state == CONN_IDLE) {
+			if (age > KEEP_IDLE_MS) {
+				let_go(l, c);
+				next = l->w.conns; /* c may be gone: start over */
+				n = 0;
+				oldest_silent = NULL;
+				continue;
+			}
+			if (*wait_ms > 1000)
+				*wait_ms = 1000;
 		}
-		if (!c->served)
-			*fresh = 1;
 		n++;
 	}
-	return !stopping && !*fresh && n < MAX_CONNS;
+	if (n >= MAX_CONNS && oldest_silent) {
+		log_warn(0, "fastcgi", "%d connections: closing one that has "
+			 "sent nothing for %lld ms", n,
+			 now - oldest_silent->born_ms);
+		drop(l, oldest_silent);
+		n--;
+	}
+	if (stopping || l->retiring) {
+		if (*wait_ms > 100)
+			*wait_ms = 100;
+		return 0;
+	}
+	return !fresh && n < MAX_CONNS;
 }
 
 static void set_listening(struct loop *l, int on)
@@ -176,20 +266,21 @@ static void set_listening(struct loop *l, int on)
 		l->listening = on;
 }
 
-/* Stopping: the kept connections between requests go (a web server
- * retries on another), the ones still to send their first request are
+/* Stopping: the kept connections between requests go (a request already
+ * on its way is answered first; a web server retries the next one on
+ * another worker), the ones still to send their first request are
  * waited for. Returns 1 when none is left. */
 static int wind_down(struct loop *l)
 {
-	struct conn **pc = &l->w.conns, *c;
+	struct conn *c, *next;
 
-	while ((c = *pc) != NULL) {
+	for (c = l->w.conns; c; c = next) {
+		next = c->next;
+		c->last = 1;
 		if (c->served && c->state == CONN_IDLE) {
-			*pc = c->next;
-			conn_free(c);
-			continue;
+			let_go(l, c);
+			next = l->w.conns; /* c may be gone: start over */
 		}
-		pc = &c->next;
 	}
 	return l->w.conns == NULL;
 }
@@ -199,33 +290,37 @@ int loop_fcgi(const struct conf *c, int listen_fd, long max_requests,
 {
 	struct epoll_event evs[16];
 	struct sigaction sa;
-	long long stop_at = 0;
+	long long stop_at = 0, last_sweep;
 	sigset_t block, waitmask;
 	struct loop l;
-	int n, fresh;
+	int n, wait_ms;
 
 	memset(&l, 0, sizeof(l));
 	l.listen_fd = listen_fd;
 	l.board = board;
 	l.slot = slot;
+	l.max_requests = max_requests;
+	/* The supervisor forked this process with its signals blocked: what
+	 * was sent since stays pending until the handlers below are in.
+	 * Signals land only while the worker waits, so it never stops
+	 * between taking a connection and answering it. */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sa.sa_handler = on_reopen;
 	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = on_retire;
+	sigaction(SIGUSR2, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
-	/* Signals land only while the worker waits, so it never stops
-	 * between taking a connection and answering it. */
 	sigemptyset(&block);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &block, &waitmask);
-	sigdelset(&waitmask, SIGTERM);
-	sigdelset(&waitmask, SIGINT);
-	sigdelset(&waitmask, SIGUSR1);
+	sigaddset(&block, SIGUSR2);
+	sigprocmask(SIG_SETMASK, &block, NULL);
+	sigemptyset(&waitmask);
 	if (worker_open(&l.w, c, 0))
 		return 1;
 	l.ep = epoll_create1(EPOLL_CLOEXEC);
@@ -234,18 +329,22 @@ int loop_fcgi(const struct conf *c, int listen_fd, long max_requests,
 		worker_close(&l.w);
 		return 1;
 	}
+	last_sweep = conn_now_ms();
 	for (;;) {
-		if (max_requests && l.served >= max_requests)
-			stopping = 1;
+		if (retire_asked ||
+		    (max_requests && l.served >= max_requests))
+			retire(&l);
 		if (stopping) {
 			if (!stop_at)
-				stop_at = now_ms();
-			if (wind_down(&l) || now_ms() - stop_at > STOP_WAIT_MS)
+				stop_at = conn_now_ms();
+			if (wind_down(&l) ||
+			    conn_now_ms() - stop_at > STOP_WAIT_MS)
 				break;
+		} else if (l.retiring && !l.w.conns) {
+			break;
 		}
-		set_listening(&l, want_more(&l, &fresh));
-		n = epoll_pwait(l.ep, evs, 16,
-				stopping || fresh ? 100 : 60000, &waitmask);
+		set_listening(&l, tend(&l, &wait_ms));
+		n = epoll_pwait(l.ep, evs, 16, wait_ms, &waitmask);
 		if (n < 0 && errno != EINTR) {
 			log_error(errno, "fastcgi", "epoll_wait");
 			break;
@@ -266,8 +365,10 @@ int loop_fcgi(const struct conf *c, int listen_fd, long max_requests,
 			if (conn)
 				service(&l, conn);
 		}
-		if (n == 0)
+		if (n == 0 && conn_now_ms() - last_sweep >= 60000) {
+			last_sweep = conn_now_ms();
 			worker_sweep(&l.w);
+		}
 	}
 	while (l.w.conns)
 		drop(&l, l.w.conns);

@@ -26,7 +26,8 @@ struct pool_slot {
 	unsigned gen;            /* the config generation it serves */
 	time_t born;             /* a slot whose worker died young waits */
 	time_t idle_since;       /* supervisor's view, 0 while busy */
-	int retiring;            /* sent SIGTERM: no longer counted */
+	int retiring;            /* told to retire (SIGUSR2), or retiring on
+				  * its own (max_requests): not counted */
 };
 
 struct pool_board {
@@ -73,11 +74,19 @@ void pool_mark(struct pool_board *b, int slot, int busy)
 	kill(b->supervisor, SIGUSR2);
 }
 
+void pool_retiring(struct pool_board *b, int slot)
+{
+	if (!b)
+		return;
+	__atomic_store_n(&b->slot[slot].retiring, 1, __ATOMIC_RELEASE);
+	/* a replacement, now: this one takes no new connection */
+	kill(b->supervisor, SIGUSR2);
+}
+
 static pid_t spawn(struct pool_board *b, long i, const struct conf *c,
 		   int fd)
 {
 	struct pool_slot *s = &b->slot[i];
-	sigset_t none;
 	pid_t pid;
 
 	s->busy = 0;
@@ -92,12 +101,13 @@ static pid_t spawn(struct pool_board *b, long i, const struct conf *c,
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != b->supervisor)
 			_exit(0);
+		/* the supervisor's signals stay blocked, and a SIGTERM sent
+		 * now stays pending, until loop_fcgi() has put in the
+		 * worker's own handlers: unblocked here, the supervisor's
+		 * handler would take it and the worker would never stop */
 		signal(SIGCHLD, SIG_DFL);
 		signal(SIGALRM, SIG_DFL);
-		signal(SIGUSR2, SIG_DFL);
 		signal(SIGHUP, SIG_IGN);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
 		s->pid = getpid();
 		_exit(loop_fcgi(c, fd, c->max_requests, b, (int)i));
 	}
@@ -154,13 +164,30 @@ static struct census count(const struct pool_board *b)
 	return n;
 }
 
-/* An empty slot that may be used now (not one whose worker just died). */
-static long free_slot(const struct pool_board *b, time_t now)
+/* An empty slot that may be used now (not one whose worker just died):
+ * one of the first nslots, else, while retiring workers still hold
+ * theirs (each until the web server lets go of its kept connections),
+ * one above. */
+static long free_slot(struct pool_board *b, time_t now)
 {
-	for (long i = 0; i < b->nslots; i++)
-		if (!b->slot[i].pid &&
-		    (!b->slot[i].born || now - b->slot[i].born >= 1))
-			return i;
+	int young = 0;
+
+	for (long i = 0; i < POOL_MAX; i++) {
+		/* one whose worker just died waits, and the slots above
+		 * with it: a worker that dies young is not replaced in a
+		 * loop */
+		if (i >= b->nslots && young)
+			return -1;
+		if (b->slot[i].pid)
+			continue;
+		if (b->slot[i].born && now - b->slot[i].born < 1) {
+			young = 1;
+			continue;
+		}
+		if (i >= b->span)
+			b->span = i + 1;
+		return i;
+	}
 	return -1;
 }
 
@@ -172,7 +199,7 @@ static void fill(struct pool_board *b, const struct conf *c, int fd,
 	struct census n = count(b);
 	long i;
 
-	while ((n.live < min || (n.idle == 0 && n.total < b->nslots)) &&
+	while ((n.live < min || (n.idle == 0 && n.live < b->nslots)) &&
 	       (i = free_slot(b, now)) >= 0) {
 		if (!spawn(b, i, c, fd))
 			break;
@@ -203,14 +230,17 @@ static void trim(struct pool_board *b, long min)
 		if (n.live > min && n.idle > 1 &&
 		    now - s->idle_since >= IDLE_RETIRE) {
 			s->retiring = 1;
-			kill(s->pid, SIGTERM);
+			kill(s->pid, SIGUSR2);
 			n.live--;
 			n.idle--;
 		}
 	}
 }
 
-/* SIGTERM to every worker not of generation gen (all when gen is -1). */
+/* Tells every worker not of generation gen to retire (SIGUSR2: it takes
+ * nothing new, ends each kept connection with its next response, and goes
+ * once the web server has let go of the idle ones), or, when gen is -1,
+ * has every worker stop (SIGTERM: the kept connections go at once). */
 static void retire(struct pool_board *b, long gen)
 {
 	for (long i = 0; i < b->span; i++) {
@@ -218,7 +248,7 @@ static void retire(struct pool_board *b, long gen)
 
 		if (s->pid && (gen < 0 || s->gen != (unsigned)gen)) {
 			s->retiring = 1;
-			kill(s->pid, SIGTERM);
+			kill(s->pid, gen < 0 ? SIGTERM : SIGUSR2);
 		}
 	}
 }

@@ -33,4 +33,9 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
  * fine (no pool). */
 void pool_mark(struct pool_board *b, int slot, int busy);
 
+/* Worker side: this worker retires on its own (max_requests): it is no
+ * longer counted, and the supervisor starts another at once. NULL board
+ * is fine. */
+void pool_retiring(struct pool_board *b, int slot);
+
 #endif

@@ -71,6 +71,10 @@ int req_init(struct req *r, struct conn *conn)
 	r->body_left = m ? strtoll(m, NULL, 10) : 0;
 	if (r->body_left < 0)
 		r->body_left = 0;
+	if (conn && conn->bad_env) {
+		r->bad_request = conn->bad_env;
+		return EINVAL;
+	}
 	return route_request_path(req_env(r, "SCRIPT_NAME"),
 				  req_env(r, "PATH_INFO"),
 				  req_env(r, "REQUEST_URI"), r->path,

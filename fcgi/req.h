@@ -27,6 +27,7 @@ struct req {
 	char path[ROUTE_MAX_PATH];   /* decoded, relative to the mount */
 	char mount[ROUTE_MAX_PATH];  /* where larder is mounted, "" at / */
 	int head;             /* HEAD: headers only */
+	const char *bad_request; /* req_init refused it: why (static) */
 	int status;           /* sent status, for the log */
 	long long bytes;      /* body bytes sent */
 	const char *cache;    /* HIT, MISS, STALE, REVALIDATED or NULL */
@@ -47,7 +48,8 @@ struct req {
 
 /* Prepares r for the request whose variables are in conn (or environ when
  * conn is NULL): method, path, mount, query. Returns 0, or an errno when
- * the path cannot be decoded (the caller answers 400). */
+ * the path cannot be decoded or the variables were refused (the caller
+ * answers 400, with r->bad_request as the reason when it is set). */
 int req_init(struct req *r, struct conn *conn);
 
 /* Prepares r as a request that no client waits on, for work a handler

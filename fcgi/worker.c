@@ -62,17 +62,15 @@ void worker_fetch_opts(const struct conf *c, int idx, struct fetch_opts *o)
 
 void worker_shed(struct worker *w)
 {
-	struct conn **pc = &w->conns, *c;
-
-	while ((c = *pc) != NULL) {
+	for (struct conn *c = w->conns; c; c = c->next) {
 		/* a connection that has not sent its first request yet is
-		 * not one the web server would retry on: it stays */
-		if (c != w->current && c->state == CONN_IDLE && c->served) {
-			*pc = c->next;
-			conn_free(c);
-			continue;
-		}
-		pc = &c->next;
+		 * not one the web server would retry on: it stays; so does
+		 * one a request is coming on (closing it would reset it, and
+		 * nginx cannot retry a streamed upload): it waits. The others
+		 * get larder's FIN, and the worker's loop drains them. */
+		if (c != w->current && c->state == CONN_IDLE && c->served &&
+		    conn_pending(c) <= 0)
+			conn_shut(c);
 	}
 }
 

@@ -53,9 +53,10 @@ void worker_close(struct worker *w);
 void worker_fetch_opts(const struct conf *c, int idx, struct fetch_opts *o);
 
 /* Before something that may take long (an upstream fetch, following
- * another process's download): closes the kept connections that wait for
- * their next request, so that the web server sends it to a worker that is
- * free. (nginx retries a request whose kept connection closed under it.) */
+ * another process's download): lets go (conn_shut) of the kept
+ * connections that wait for their next request, so that the web server
+ * sends it to a worker that is free; one a request is already coming on
+ * is kept (its request waits), since closing it would reset it. */
 void worker_shed(struct worker *w);
 
 /* Runs the sweep of what dead owners left (storage/flight.h) when it is

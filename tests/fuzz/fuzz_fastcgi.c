@@ -2,7 +2,9 @@
  * anything pretending to be one) might send. The first byte of the input
  * picks how the rest is cut into reads. Whatever comes, the parser never
  * consumes more than it is given, always moves on, reports body bytes that
- * lie inside its input, and walks the variables without overrunning them. */
+ * lie inside its input, and walks the variables without overrunning them;
+ * the environment made of them has one NAME=VALUE string per pair, or the
+ * request is refused (a NUL in a value, a bad name) and it is empty. */
 #include "config.h"
 
 #include <stdint.h>
@@ -48,10 +50,38 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 				const char *name, *value;
 				size_t o = 0, nl, vl;
 
-				while (fastcgi_pair(p.params.data, p.params.len, &o,
-						    &name, &nl, &value, &vl) == 1)
+				struct buf env;
+				char **envp = NULL;
+				const char *why;
+				size_t pairs = 0;
+				int ok = 1, rc, walked;
+
+				while ((walked = fastcgi_pair(p.params.data, p.params.len,
+							  &o, &name, &nl, &value,
+							  &vl)) == 1) {
 					if (o > p.params.len)
 						abort();
+					pairs++;
+					if (!nl || memchr(name, '=', nl) ||
+					    memchr(name, 0, nl) ||
+					    memchr(value, 0, vl))
+						ok = 0;
+				}
+				/* the environment: one string per pair, each
+				 * NAME=VALUE with a name of its own, or nothing */
+				buf_init(&env, 2 * FASTCGI_MAX_PARAMS);
+				rc = fastcgi_env(p.params.data, p.params.len, &env,
+						 &envp, &why);
+				if (!envp || (rc == 0) != (ok && walked == 0))
+					abort();
+				for (size_t i = 0; rc == 0 && i < pairs; i++)
+					if (!envp[i] || envp[i][0] == '=' ||
+					    !strchr(envp[i], '='))
+						abort();
+				if (envp[rc == 0 ? pairs : 0])
+					abort();
+				buf_free(&env);
+				free(envp);
 			}
 			if (ev == FASTCGI_STDIN_END)
 				fastcgi_next(&p);

@@ -602,6 +602,16 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
     upstream larder {{
         server {server};
         keepalive 8;
+        keepalive_timeout 30s;
+    }}
+
+    # conf/nginx.conf's uploads: on connections of their own, never kept
+    upstream larder_uploads {{
+        server {server};
+    }}
+    map $request_method $larder_upstream {{
+        POST    larder_uploads;
+        default larder;
     }}
 
     server {{
@@ -673,7 +683,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
             fastcgi_param SCRIPT_NAME "";
             fastcgi_param PATH_INFO "";
             fastcgi_keep_conn {keep};
-            fastcgi_pass larder;
+            fastcgi_pass $larder_upstream;
             client_max_body_size 1g;
             fastcgi_request_buffering off;
         }}

@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -369,6 +370,129 @@ T(malformed_pairs)
 	CHECK_INT(fastcgi_pair("", 0, &off, &name, &nl, &value, &vl), 0);
 }
 
+/* Encodes one pair of given lengths (NULs and all), short lengths. */
+static size_t pairn(unsigned char *out, const char *name, size_t nl,
+		    const char *value, size_t vl)
+{
+	out[0] = (unsigned char)nl;
+	out[1] = (unsigned char)vl;
+	memcpy(out + 2, name, nl);
+	memcpy(out + 2 + nl, value, vl);
+	return 2 + nl + vl;
+}
+
+T(env_is_built_in_order)
+{
+	unsigned char params[512];
+	struct buf env;
+	char **envp = NULL;
+	const char *why = "unset";
+	size_t n = 0;
+
+	n += pair(params + n, "REQUEST_METHOD", "GET");
+	n += pair(params + n, "REQUEST_URI", "/pypi/simple/");
+	n += pair(params + n, "HTTP_X_EMPTY", "");
+	n += pair(params + n, "REQUEST_URI", "/later/wins/");
+	buf_init(&env, 4096);
+	CHECK_INT(fastcgi_env((const char *)params, n, &env, &envp, &why), 0);
+	CHECK(why == NULL);
+	CHECK_STR(envp[0], "REQUEST_METHOD=GET");
+	CHECK_STR(envp[1], "REQUEST_URI=/pypi/simple/");
+	CHECK_STR(envp[2], "HTTP_X_EMPTY=");
+	CHECK_STR(envp[3], "REQUEST_URI=/later/wins/");
+	CHECK(envp[4] == NULL);
+	/* no variables at all: an empty list */
+	CHECK_INT(fastcgi_env("", 0, &env, &envp, &why), 0);
+	CHECK(envp[0] == NULL);
+	buf_free(&env);
+	free(envp);
+}
+
+T(env_refuses_nul_and_bad_names)
+{
+	static const struct {
+		const char *name;
+		size_t nl;
+		const char *value;
+		size_t vl;
+		const char *why;
+	} bad[] = {
+		/* the injection: one value would read as two variables, the
+		 * second a REQUEST_URI of the sender's choosing */
+		{"HTTP_X_EVIL", 11, "a\0REQUEST_URI=/+health", 22, "value"},
+		{"HTTP_X_EVIL", 11, "\0", 1, "value"},
+		{"HTTP_X_EVIL", 11, "a\0", 2, "value"},
+		{"HTTP_\0X", 8, "a", 1, "name"},
+		{"A=B", 3, "c", 1, "'='"},
+		{"", 0, "c", 1, "empty"},
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		unsigned char params[512];
+		struct buf env;
+		char **envp = NULL;
+		const char *why = NULL;
+		size_t n = 0;
+
+		n += pair(params + n, "REQUEST_METHOD", "GET");
+		n += pair(params + n, "REQUEST_URI", "/nonexistent-path/zzz");
+		n += pairn(params + n, bad[i].name, bad[i].nl, bad[i].value,
+			   bad[i].vl);
+		n += pair(params + n, "SERVER_NAME", "localhost");
+		buf_init(&env, 4096);
+		CHECK_INT(fastcgi_env((const char *)params, n, &env, &envp,
+				      &why), EINVAL);
+		CHECK(why != NULL);
+		if (why)
+			CHECK_CONTAINS(why, bad[i].why);
+		/* nothing of the refused request is left to read */
+		CHECK(envp != NULL && envp[0] == NULL);
+		buf_free(&env);
+		free(envp);
+	}
+}
+
+T(env_refusal_empties_a_used_list)
+{
+	unsigned char params[512];
+	struct buf env;
+	char **envp = NULL;
+	const char *why;
+	size_t n = 0;
+
+	buf_init(&env, 4096);
+	n += pair(params + n, "REQUEST_URI", "/a/");
+	CHECK_INT(fastcgi_env((const char *)params, n, &env, &envp, &why), 0);
+	CHECK_STR(envp[0], "REQUEST_URI=/a/");
+	n += pairn(params + n, "X", 1, "\0", 1);
+	CHECK_INT(fastcgi_env((const char *)params, n, &env, &envp, &why),
+		  EINVAL);
+	CHECK(envp[0] == NULL);
+	buf_free(&env);
+	free(envp);
+}
+
+T(env_malformed_and_too_big)
+{
+	unsigned char params[512];
+	struct buf env;
+	char **envp = NULL;
+	const char *why;
+	size_t n = 0;
+
+	buf_init(&env, 64);
+	CHECK_INT(fastcgi_env("\x05\x01" "ab", 4, &env, &envp, &why), EBADMSG);
+	CHECK(envp[0] == NULL);
+	n += pair(params + n, "HTTP_X_LONG",
+		  "0123456789012345678901234567890123456789"
+		  "0123456789012345678901234567890123456789");
+	CHECK_INT(fastcgi_env((const char *)params, n, &env, &envp, &why),
+		  ENOMEM);
+	CHECK(envp[0] == NULL);
+	buf_free(&env);
+	free(envp);
+}
+
 T(encoders)
 {
 	unsigned char h[8], end[24];
@@ -401,6 +525,10 @@ int main(void)
 	RUN(abort_is_reported);
 	RUN(protocol_errors);
 	RUN(malformed_pairs);
+	RUN(env_is_built_in_order);
+	RUN(env_refuses_nul_and_bad_names);
+	RUN(env_refusal_empties_a_used_list);
+	RUN(env_malformed_and_too_big);
 	RUN(encoders);
 	return t_done();
 }
