@@ -320,7 +320,8 @@ void landing_home(struct worker *w, struct req *r)
 	buf_free(&base);
 }
 
-/* A <pre> of one setup: title, then lines with URL for each "%s". */
+/* A <pre> of one setup: title, then lines with url for each "{URL}" (a
+ * mark no setup's own text has: PIP_INDEX_URL stays as it is). */
 static void setup(struct out *o, const char *title, const char *url,
 		  const char *const *lines)
 {
@@ -330,13 +331,13 @@ static void setup(struct out *o, const char *title, const char *url,
 	for (size_t i = 0; lines[i]; i++) {
 		const char *s = lines[i], *mark;
 
-		while ((mark = strstr(s, "URL")) != NULL) {
+		while ((mark = strstr(s, "{URL}")) != NULL) {
 			char part[256];
 
 			snprintf(part, sizeof(part), "%.*s", (int)(mark - s), s);
 			html(o, part);
 			html(o, url);
-			s = mark + 3;
+			s = mark + 5;
 		}
 		html(o, s);
 		add(o, "\n");
@@ -347,28 +348,28 @@ static void setup(struct out *o, const char *title, const char *url,
 void landing_index(struct worker *w, struct req *r, int idx)
 {
 	static const char *const pip[] = {
-		"pip install --index-url URL PACKAGE", "",
-		"# ~/.config/pip/pip.conf (or PIP_INDEX_URL=URL)", "[global]",
-		"index-url = URL", NULL};
+		"pip install --index-url {URL} PACKAGE", "",
+		"# ~/.config/pip/pip.conf (or PIP_INDEX_URL={URL})", "[global]",
+		"index-url = {URL}", NULL};
 	static const char *const uv[] = {
-		"uv pip install --index-url URL PACKAGE", "",
+		"uv pip install --index-url {URL} PACKAGE", "",
 		"# uv.toml, or [[tool.uv.index]] in pyproject.toml "
-		"(or UV_DEFAULT_INDEX=URL)",
-		"[[index]]", "url = \"URL\"", "default = true", NULL};
+		"(or UV_DEFAULT_INDEX={URL})",
+		"[[index]]", "url = \"{URL}\"", "default = true", NULL};
 	static const char *const pdm[] = {
-		"pdm config pypi.url URL", "", "# or in pyproject.toml",
-		"[[tool.pdm.source]]", "name = \"pypi\"", "url = \"URL\"",
+		"pdm config pypi.url {URL}", "", "# or in pyproject.toml",
+		"[[tool.pdm.source]]", "name = \"pypi\"", "url = \"{URL}\"",
 		NULL};
 	static const char *const poetry[] = {
-		"poetry source add --priority=primary larder URL", "",
+		"poetry source add --priority=primary larder {URL}", "",
 		"# which writes to pyproject.toml", "[[tool.poetry.source]]",
-		"name = \"larder\"", "url = \"URL\"", "priority = \"primary\"",
+		"name = \"larder\"", "url = \"{URL}\"", "priority = \"primary\"",
 		NULL};
 	static const char *const pypirc[] = {
 		"# ~/.pypirc", "[distutils]", "index-servers = larder", "",
-		"[larder]", "repository = URL", "username = __token__",
+		"[larder]", "repository = {URL}", "username = __token__",
 		"password = lt_...", "", "twine upload --repository larder "
-		"dist/*", "# or: uv publish --publish-url URL --username "
+		"dist/*", "# or: uv publish --publish-url {URL} --username "
 		"__token__ --password lt_... dist/*", NULL};
 	const struct conf *c = w->conf;
 	const struct conf_index *ix = &c->index[idx];

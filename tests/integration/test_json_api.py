@@ -312,6 +312,9 @@ def test_landing_pages(hosted):
         page = parse_html(api(st, "/%s/" % n))
         url = "%s/%s/simple/" % (st.base, n)
         assert "index-url = " + url in page.body
+        # the template's mark is not the URL in PIP_INDEX_URL
+        assert "(or PIP_INDEX_URL=%s)" % url in page.body
+        assert "(or UV_DEFAULT_INDEX=%s)" % url in page.body
         assert 'url = "%s"' % url in page.body
         assert "pdm config pypi.url " + url in page.body
         assert "poetry source add --priority=primary larder " + url in page.body
