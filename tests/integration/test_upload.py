@@ -946,6 +946,15 @@ def test_credentials(stack, dist):
                 failures.append("%s: WWW-Authenticate %r" % (what, www))
         if reason and reason not in r.body.decode(errors="replace"):
             failures.append("%s: reason %r, not %r" % (what, r.body[:200], reason))
+    # the token before the body: a POST that is not multipart at all,
+    # without credentials or with bad ones, is a 401 too (docs/hosting.md)
+    for what, h in (("no credentials, not multipart", {}),
+                    ("unknown token, not multipart",
+                     up.basic("lt_%s_%s" % ("0" * 16, "1" * 64)))):
+        h = dict(h, **{"Content-Type": "application/json"})
+        r = http("%s/root/private/" % stack.base, method="POST", headers=h, body=b"{}")
+        if r.status != 401 or r.header("WWW-Authenticate", "") != 'Basic realm="larder"':
+            failures.append("%s: %r %r" % (what, r, r.body[:200]))
     assert not failures, "\n".join(failures)
     assert up.hosted_rows(stack.data_dir) == []
 
