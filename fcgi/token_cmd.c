@@ -9,6 +9,7 @@
 
 #include "common/hex.h"
 #include "common/token.h"
+#include "fcgi/hosted.h"
 #include "fcgi/token_cmd.h"
 #include "storage/db.h"
 
@@ -126,6 +127,17 @@ static int add(const struct conf *c, int argc, char **argv, FILE *out,
 	                          sizeof(t.projects), why, sizeof(why)) ||
 	    token_duration_parse(expires, &ttl, why, sizeof(why))) {
 		fprintf(err, "larder token add: %s\n", why);
+		return 2;
+	}
+	/* a token for changes nothing could ever take is a mistake: every
+	 * upload with it would be a 405 */
+	if ((mask & (TOKEN_UPLOAD | TOKEN_YANK | TOKEN_DELETE)) &&
+	    hosted_target(c, conf_index_find(c, index)) < 0) {
+		fprintf(err,
+		        "larder token add: --index %s takes no uploads (it "
+		        "has no hosted index): upload, yank and delete need a "
+		        "hosted index, or a virtual index over one\n",
+		        index);
 		return 2;
 	}
 	if (strlen(note) >= sizeof(t.note)) {
