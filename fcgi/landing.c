@@ -251,11 +251,16 @@ void landing_home(struct worker *w, struct req *r)
 	struct out o = {.err = 0};
 	struct buf base;
 	const char *b;
-	int def = -1;
+	char host[512];
+	int def = -1, plain;
 
 	buf_init(&o.b, MAX_LANDING);
 	o.err = base_of(w, r, &base);
 	b = buf_str(&base);
+	plain = strncmp(b, "http://", 7) == 0;
+	/* host[:port] alone, as insecure-registries takes it */
+	snprintf(host, sizeof(host), "%.*s",
+		 (int)strcspn(image_host(b), "/"), image_host(b));
 	head(&o, "larder");
 	add(&o, "<p>A caching proxy for Python package indexes and container "
 		"registries.</p>\n<h2>Python package indexes</h2>\n<table>\n"
@@ -300,8 +305,21 @@ void landing_home(struct worker *w, struct req *r)
 		add(&o, "/IMAGE:TAG</code></td></tr>\n");
 	}
 	if (c->nregistry) {
-		add(&o, "</table>\n<p>With skopeo:</p>\n<pre>skopeo copy "
-			"docker://");
+		add(&o, "</table>\n");
+		if (plain) {
+			/* every client assumes https for a registry */
+			add(&o, "<p>This larder speaks plain http: docker "
+				"needs <code>");
+			html(&o, host);
+			add(&o, "</code> among its <code>insecure-registries"
+				"</code> (below), podman and skopeo "
+				"<code>--tls-verify=false</code>, containerd "
+				"an <code>http://</code> server in its "
+				"<code>hosts.toml</code>.</p>\n");
+		}
+		add(&o, "<p>With skopeo:</p>\n<pre>skopeo copy ");
+		add(&o, plain ? "--src-tls-verify=false docker://" :
+				"docker://");
 		html(&o, image_host(b));
 		add(&o, "/");
 		html(&o, c->registry[def >= 0 ? def : 0].name);
@@ -312,6 +330,19 @@ void landing_home(struct worker *w, struct req *r)
 			"<code>/etc/docker/daemon.json</code>:</p>\n<pre>"
 			"{&quot;registry-mirrors&quot;: [&quot;");
 		html(&o, b);
+		add(&o, "&quot;]");
+		if (plain) {
+			add(&o, ",\n &quot;insecure-registries&quot;: "
+				"[&quot;");
+			html(&o, host);
+			add(&o, "&quot;]");
+		}
+		add(&o, "}</pre>\n");
+	} else if (plain && c->nregistry) {
+		add(&o, "<p>For docker, in <code>/etc/docker/daemon.json"
+			"</code>:</p>\n<pre>{&quot;insecure-registries&quot;: "
+			"[&quot;");
+		html(&o, host);
 		add(&o, "&quot;]}</pre>\n");
 	}
 	foot(&o, b);
