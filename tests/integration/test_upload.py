@@ -935,8 +935,10 @@ def test_credentials(stack, dist):
     cases.append(("expired", expired, 401, "token expired"))
 
     failures = []
+    bodies = {}
     for what, tok, status, reason in cases:
         r = up.upload(stack.base, "root/private", whl, tok)
+        bodies[what] = r.body
         if r.status != status:
             failures.append("%s: %r %r" % (what, r, r.body[:200]))
             continue
@@ -946,6 +948,11 @@ def test_credentials(stack, dist):
                 failures.append("%s: WWW-Authenticate %r" % (what, www))
         if reason and reason not in r.body.decode(errors="replace"):
             failures.append("%s: reason %r, not %r" % (what, r.body[:200], reason))
+    # an unknown id and a known id with a wrong secret read the same, so a
+    # guesser learns nothing of which ids exist (docs/hosting.md)
+    if bodies["unknown token"] != bodies["right id, wrong secret"]:
+        failures.append("unknown id %r, wrong secret %r" % (
+            bodies["unknown token"], bodies["right id, wrong secret"]))
     # the token before the body: a POST that is not multipart at all,
     # without credentials or with bad ones, is a 401 too (docs/hosting.md)
     for what, h in (("no credentials, not multipart", {}),
