@@ -197,7 +197,16 @@ static int gc_cmd(int argc, char **argv)
 		 max ? max : "");
 	if (max && conf_parse(&c, "--max-size", text, strlen(text), err,
 			      sizeof(err))) {
-		fprintf(stderr, "larder gc: %s\n", err);
+		const char *why = err, *sp;
+
+		/* the value came from the command line, not a file's line:
+		 * "--max-size:2: max_size = " says nothing more */
+		if (!strncmp(why, "--max-size:", 11) &&
+		    (sp = strchr(why, ' ')) != NULL)
+			why = sp + 1;
+		if (!strncmp(why, "max_size = ", 11))
+			why += 11;
+		fprintf(stderr, "larder gc: --max-size %s\n", why);
 		conf_free(&c);
 		return 2;
 	}
@@ -282,6 +291,8 @@ int main(int argc, char **argv)
 			  strcmp(argv[1], "remove") == 0))
 		return hosted_cmd(argc - 1, argv + 1);
 	if (argc > 1) {
+		fprintf(stderr, "larder: unknown command \"%.100s\"\n",
+			argv[1]);
 		usage(stderr);
 		return 2;
 	}

@@ -236,6 +236,9 @@ static int list(const struct conf *c, int argc, FILE *out, FILE *err)
 	}
 	if (open_store(c, 0, &db, err))
 		return 2;
+	/* a header row names the columns, the two dates above all */
+	fputs("ID\tINDEX\tACTIONS\tPROJECTS\tCREATED\tEXPIRES\tSTATE\tNOTE\n",
+	      out);
 	rc = db_token_each(db, list_one, &l);
 	db_close(db);
 	if (rc) {
