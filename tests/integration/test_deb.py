@@ -123,6 +123,16 @@ def test_deb_installs_a_working_service(installed, tmp_path, wheel_dir, new_venv
     # as shipped, the config is good (the sample, on the defaults)
     r = run(["/usr/sbin/larder", "config", "check"])
     assert "/etc/larder/larder.conf" in r.stdout
+    # and it reads the files of /etc/larder/conf.d/, which is shipped
+    assert os.path.isdir("/etc/larder/conf.d")
+    drop = "/etc/larder/conf.d/50-test.conf"
+    with open(drop, "w") as f:
+        f.write('[index "team/private"]\ntype = hosted\n')
+    try:
+        r = run(["/usr/sbin/larder", "config", "check"])
+        assert '[index "team/private"]' in r.stdout, r.stdout
+    finally:
+        os.unlink(drop)
 
     # the stand-in upstream, and the config pointed at it
     upstream = stackmod.Standin(wheel_dir, str(tmp_path / "standin"))
