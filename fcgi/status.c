@@ -332,11 +332,29 @@ static void top_table(struct buf *b, const char *title,
 	         (unsigned long long)total);
 }
 
+/* A time of the upstreams table: "2025-01-31 12:00:00Z (5 s ago)", or
+ * "never" for 0. */
+static void seen_time(struct buf *b, long long t)
+{
+	time_t tt = (time_t)t;
+	char when[32];
+	struct tm tm;
+
+	if (t <= 0 || !gmtime_r(&tt, &tm) ||
+	    !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%SZ", &tm)) {
+		buf_adds(b, "never");
+		return;
+	}
+	buf_addf(b, "%s (%lld s ago)", when, (long long)time(NULL) - t);
+}
+
 /* One row of the upstreams table. */
 static void upstream_row(struct worker *w, struct buf *b, const char *what,
                          const char *url)
 {
 	char origin[512], why[1024];
+	struct db_seen seen;
+	int seen_ok;
 
 	if (url_origin(url, origin, sizeof(origin)))
 		snprintf(origin, sizeof(origin), "%s", url);
@@ -344,12 +362,24 @@ static void upstream_row(struct worker *w, struct buf *b, const char *what,
 	buf_add_html(b, what);
 	buf_adds(b, "</td><td>");
 	buf_add_html(b, origin);
+	/* the last attempt, not the breaker: its memory ends after
+	 * error_ttl while the host may still be down */
+	seen_ok = health_seen(w->db, url, &seen) == 0;
 	if (health_down(w->db, url, why, sizeof(why))) {
 		buf_adds(b, "</td><td class=\"bad\">failing: ");
 		buf_add_html(b, why);
-	} else {
+	} else if (seen_ok && seen.last_failed) {
+		buf_adds(b, "</td><td class=\"bad\">last attempt failed: ");
+		buf_add_html(b, seen.reason);
+	} else if (seen_ok) {
 		buf_adds(b, "</td><td class=\"ok\">ok");
+	} else {
+		buf_adds(b, "</td><td>not asked yet");
 	}
+	buf_adds(b, "</td><td>");
+	seen_time(b, seen_ok ? seen.ok_at : 0);
+	buf_adds(b, "</td><td>");
+	seen_time(b, seen_ok ? seen.failed_at : 0);
 	buf_adds(b, "</td></tr>\n");
 }
 
@@ -383,7 +413,8 @@ static void upstreams(struct worker *w, struct buf *b)
 	char what[300];
 
 	buf_adds(b, "<h2>Upstreams</h2>\n<table><tr><th>serves</th>"
-	            "<th>upstream</th><th>state</th></tr>\n");
+	            "<th>upstream</th><th>state</th><th>last answer</th>"
+	            "<th>last failure</th></tr>\n");
 	for (size_t i = 0; i < c->nindex; i++) {
 		if (c->index[i].type != CONF_INDEX_CACHE)
 			continue;
