@@ -12,6 +12,7 @@
 #include "common/url.h"
 #include "fcgi/status.h"
 #include "storage/db_stats.h"
+#include "storage/fsck.h"
 #include "storage/health.h"
 #include "storage/stats.h"
 
@@ -103,6 +104,7 @@ void status_metrics(struct worker *w, struct req *r)
 {
 	struct figures *f = gather(w, r);
 	const struct stats_snapshot *s;
+	struct fsck_scrub_state scrub;
 	struct buf b;
 
 	if (!f)
@@ -155,6 +157,23 @@ void status_metrics(struct worker *w, struct req *r)
 		family(&b, "store_limit_bytes", "gauge",
 		       "The most the store may hold (max_size).");
 		buf_addf(&b, "larder_store_limit_bytes %lld\n", f->store_limit);
+	}
+	if (fsck_scrub_read(w->db, &scrub) == 0) {
+		counter(&b, "scrub_checked_blobs_total",
+		        "Files of the store the scrub (larder fsck --scrub) "
+		        "hashed.", (uint64_t)scrub.blobs);
+		counter(&b, "scrub_checked_bytes_total",
+		        "Bytes the scrub read.", (uint64_t)scrub.bytes);
+		counter(&b, "scrub_quarantined_blobs_total",
+		        "Bad blobs the scrub moved to quarantine (fetched again "
+		        "on the next request).", (uint64_t)scrub.quarantined);
+		counter(&b, "scrub_passes_total",
+		        "Passes of the scrub over the whole store.",
+		        (uint64_t)scrub.passes);
+		family(&b, "scrub_last_run_seconds", "gauge",
+		       "When the scrub last ran (unix time; 0: never).");
+		buf_addf(&b, "larder_scrub_last_run_seconds %lld\n",
+		         scrub.last_run);
 	}
 	family(&b, "stats_start_time_seconds", "gauge",
 	       "When the counters started (unix time): they count from "

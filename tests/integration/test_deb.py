@@ -118,6 +118,12 @@ def test_deb_installs_a_working_service(installed, tmp_path, wheel_dir, new_venv
               UNITS + "/larder.service", UNITS + "/larder.socket"):
         assert os.path.exists(f), f
     assert os.path.islink("/etc/systemd/system/sockets.target.wants/larder.socket")
+    # the scrub: its timer enabled, the service it starts shipped
+    for f in ("larder-scrub.service", "larder-scrub.timer"):
+        assert os.path.exists(UNITS + "/" + f), f
+    assert os.path.islink("/etc/systemd/system/timers.target.wants/larder-scrub.timer")
+    with open(UNITS + "/larder-scrub.service") as f:
+        assert "ExecStart=/usr/sbin/larder fsck -c /etc/larder/larder.conf --scrub" in f.read()
     if shutil.which("man"):
         assert "larder.conf" in run(["man", "-P", "cat", "5", "larder.conf"]).stdout
     # as shipped, the config is good (the sample, on the defaults)
