@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -74,6 +76,25 @@ static void shown(const char *s, int quoted, char *out, size_t outlen)
 	out[n] = '\0';
 }
 
+/* The name of the file line (as conf_parser keeps it) is in. */
+static const char *file_of(const struct conf_parser *p, unsigned line)
+{
+	unsigned f = line / CONF_LINE_SPAN;
+
+	return f && f <= p->nfiles ? p->files[f - 1] : p->name;
+}
+
+const char *conf_line_ref(const struct conf_parser *p, unsigned here,
+                          unsigned line, char *out, size_t outlen)
+{
+	if (line / CONF_LINE_SPAN == here / CONF_LINE_SPAN)
+		snprintf(out, outlen, "line %u", line % CONF_LINE_SPAN);
+	else
+		snprintf(out, outlen, "%s:%u", file_of(p, line),
+		         line % CONF_LINE_SPAN);
+	return out;
+}
+
 /* Writes "NAME:LINE: message" to the error buffer; returns EINVAL. */
 int conf_fail(struct conf_parser *p, unsigned line, const char *fmt, ...)
 {
@@ -83,7 +104,8 @@ int conf_fail(struct conf_parser *p, unsigned line, const char *fmt, ...)
 
 	if (!p->err || !p->errlen)
 		return EINVAL;
-	k = snprintf(p->err, p->errlen, "%s:%u: ", p->name, line);
+	k = snprintf(p->err, p->errlen, "%s:%u: ", file_of(p, line),
+	             line % CONF_LINE_SPAN);
 	n = k < 0 ? 0 : (size_t)k;
 	if (n < p->errlen) {
 		va_start(ap, fmt);
@@ -265,6 +287,7 @@ static int set_defaults(void *base, const char *section)
 
 static int start_index(struct conf_parser *p, const char *name)
 {
+	char ref[PATH_MAX + 32];
 	struct conf *c = p->c;
 	char name_shown[MAX_SHOWN + 16];
 	const char *why;
@@ -287,9 +310,9 @@ static int start_index(struct conf_parser *p, const char *name)
 	if (j >= 0)
 		return conf_fail(
 		    p, p->line,
-		    "duplicate section [index \"%s\"] (first at line "
-		    "%u)",
-		    name, p->section_line[j]);
+		    "duplicate section [index \"%s\"] (first at %s)",
+		    name, conf_line_ref(p, p->line, p->section_line[j], ref,
+		                        sizeof(ref)));
 	if (c->nindex >= CONF_MAX_INDEXES)
 		return conf_fail(p, p->line, "%stoo many indexes (at most %d)",
 		                 p->where, CONF_MAX_INDEXES);
@@ -308,6 +331,7 @@ static int start_index(struct conf_parser *p, const char *name)
 
 static int start_registry(struct conf_parser *p, const char *name)
 {
+	char ref[PATH_MAX + 32];
 	struct conf *c = p->c;
 	char name_shown[MAX_SHOWN + 16];
 	const char *why;
@@ -330,9 +354,9 @@ static int start_registry(struct conf_parser *p, const char *name)
 	if (j >= 0)
 		return conf_fail(
 		    p, p->line,
-		    "duplicate section [registry \"%s\"] (first at "
-		    "line %u)",
-		    name, p->registry_section_line[j]);
+		    "duplicate section [registry \"%s\"] (first at %s)",
+		    name, conf_line_ref(p, p->line, p->registry_section_line[j], ref,
+		                        sizeof(ref)));
 	if (c->nregistry >= CONF_MAX_REGISTRIES)
 		return conf_fail(p, p->line,
 		                 "%stoo many registries (at most %d)", p->where,
@@ -534,11 +558,70 @@ static int unknown_key(struct conf_parser *p, const char *section,
 	                 sect, hint);
 }
 
+static int parse_text(struct conf_parser *p, const char *text, size_t len);
+
+/* "include = GLOB", in a section or outside any. */
+static int parse_include(struct conf_parser *p, char *v)
+{
+	char value_shown[MAX_SHOWN + 16];
+	const char *why = NULL;
+	char *pattern;
+
+	if (read_value(v, &pattern, &why))
+		return conf_fail(p, p->line, "include: %s", why);
+	shown(pattern, 1, value_shown, sizeof(value_shown));
+	if (!*pattern)
+		return conf_fail(p, p->line, "include = \"\": expected a file "
+		                 "or a glob (conf.d/*.conf)");
+	if (!p->include)
+		return conf_fail(p, p->line, "include = \"%s\": only a config "
+		                 "file read from disk may include others",
+		                 value_shown);
+	if (p->depth >= CONF_MAX_DEPTH)
+		return conf_fail(p, p->line, "include = \"%s\": includes "
+		                 "nested deeper than %d (a file that includes "
+		                 "itself?)", value_shown, CONF_MAX_DEPTH);
+	return p->include(p, pattern);
+}
+
+int conf_parse_included(struct conf_parser *p, const char *path,
+                        const char *text, size_t len)
+{
+	unsigned line = p->line;
+	enum conf_in in = p->in;
+	size_t ix = p->ix, rx = p->rx;
+	char where[sizeof(p->where)];
+	int rc;
+
+	if (p->nfiles >= CONF_MAX_FILES)
+		return conf_fail(p, p->line, "more than %d included files",
+		                 CONF_MAX_FILES);
+	p->files[p->nfiles] = strdup(path);
+	if (!p->files[p->nfiles])
+		return ENOMEM;
+	p->nfiles++;
+	memcpy(where, p->where, sizeof(where));
+	p->line = p->nfiles * CONF_LINE_SPAN;
+	p->in = IN_NONE;
+	p->where[0] = '\0';
+	p->depth++;
+	rc = parse_text(p, text, len);
+	p->depth--;
+	if (rc)
+		return rc; /* the message names the included file's line */
+	p->line = line;
+	p->in = in;
+	p->ix = ix;
+	p->rx = rx;
+	memcpy(p->where, where, sizeof(where));
+	return 0;
+}
+
 /* "key = value" in the current section. */
 static int parse_assignment(struct conf_parser *p, char *s)
 {
 	char line_shown[MAX_SHOWN + 16], value_shown[MAX_SHOWN + 16];
-	char form_buf[200];
+	char form_buf[200], ref[PATH_MAX + 32];
 	const char *section, *why = NULL, *form;
 	const struct conf_key *k;
 	unsigned *line;
@@ -555,6 +638,8 @@ static int parse_assignment(struct conf_parser *p, char *s)
 		                 line_shown);
 	*eq = '\0';
 	key = trim(s);
+	if (!strcmp(key, "include"))
+		return parse_include(p, eq + 1);
 	if (p->in == IN_NONE)
 		return conf_fail(
 		    p, p->line,
@@ -582,9 +667,10 @@ static int parse_assignment(struct conf_parser *p, char *s)
 		line = &p->registry_line[p->rx][k - conf_keys];
 	}
 	if (*line)
-		return conf_fail(p, p->line,
-		                 "%s%s given twice (first at line %u)",
-		                 p->where, key, *line);
+		return conf_fail(p, p->line, "%s%s given twice (first at %s)",
+		                 p->where, key,
+		                 conf_line_ref(p, p->line, *line, ref,
+		                               sizeof(ref)));
 	err = conf_set_value(base, k, value, &why, &form);
 	if (err == EINVAL)
 		return conf_fail(
@@ -640,7 +726,9 @@ static int parse_text(struct conf_parser *p, const char *text, size_t len)
 
 /* Parses text into c in place; c may be left half-changed on error. */
 static int parse_into(struct conf *c, const char *name, const char *text,
-                      size_t len, char *err, size_t errlen)
+                      size_t len, int (*include)(struct conf_parser *,
+                                                 const char *),
+                      char *err, size_t errlen)
 {
 	struct conf_parser *p;
 	int rc;
@@ -654,6 +742,7 @@ static int parse_into(struct conf *c, const char *name, const char *text,
 	p->name = name ? name : "-";
 	p->err = err;
 	p->errlen = errlen;
+	p->include = include;
 	rc = parse_text(p, text, len);
 	if (!rc && p->declared)
 		rc = conf_check_indexes(p);
@@ -662,6 +751,9 @@ static int parse_into(struct conf *c, const char *name, const char *text,
 out:
 	if (rc == ENOMEM)
 		log_reason(err, errlen, "%s: out of memory", name ? name : "-");
+	if (p)
+		for (unsigned i = 0; i < p->nfiles; i++)
+			free(p->files[i]);
 	free(p);
 	return rc;
 }
@@ -674,18 +766,22 @@ int conf_defaults(struct conf *c)
 	err = set_defaults(c, "larder");
 	if (!err)
 		err = parse_into(c, "(built-in defaults)", conf_default_indexes,
-		                 strlen(conf_default_indexes), NULL, 0);
+		                 strlen(conf_default_indexes), NULL, NULL, 0);
 	if (!err)
 		err = parse_into(c, "(built-in defaults)",
 		                 conf_default_registries,
-		                 strlen(conf_default_registries), NULL, 0);
+		                 strlen(conf_default_registries), NULL, NULL,
+		                 0);
 	if (err)
 		conf_free(c);
 	return err;
 }
 
-int conf_parse(struct conf *c, const char *name, const char *text, size_t len,
-               char *err, size_t errlen)
+/* conf_parse(), and include lines read files with include. */
+static int parse_with(struct conf *c, const char *name, const char *text,
+                      size_t len, int (*include)(struct conf_parser *,
+                                                 const char *),
+                      char *err, size_t errlen)
 {
 	struct conf tmp;
 	int rc;
@@ -696,7 +792,7 @@ int conf_parse(struct conf *c, const char *name, const char *text, size_t len,
 		log_reason(err, errlen, "%s: out of memory", name ? name : "-");
 		return rc;
 	}
-	rc = parse_into(&tmp, name, text, len, err, errlen);
+	rc = parse_into(&tmp, name, text, len, include, err, errlen);
 	if (rc) {
 		conf_free(&tmp);
 		return rc;
@@ -704,6 +800,12 @@ int conf_parse(struct conf *c, const char *name, const char *text, size_t len,
 	conf_free(c);
 	*c = tmp;
 	return 0;
+}
+
+int conf_parse(struct conf *c, const char *name, const char *text, size_t len,
+               char *err, size_t errlen)
+{
+	return parse_with(c, name, text, len, NULL, err, errlen);
 }
 
 /* Reads at most MAX_FILE bytes of path into out. Returns 0 or an errno
@@ -733,6 +835,64 @@ static int read_file(const char *path, struct buf *out)
 	}
 	close(fd);
 	return err;
+}
+
+/* A directory glob() cannot read stops it, unless it is not there (a
+ * conf.d that was never made holds no files). */
+static int glob_error(const char *path, int err)
+{
+	(void)path;
+	return err != ENOENT && err != ENOTDIR;
+}
+
+/* include = pattern, for a config read from disk: the files it matches
+ * (a relative pattern is relative to the including file's directory),
+ * in sorted order; a glob that matches nothing is an empty conf.d, a
+ * plain name that is missing an error. */
+static int include_files(struct conf_parser *p, const char *pattern)
+{
+	const char *from = file_of(p, p->line), *slash = strrchr(from, '/');
+	char full[PATH_MAX];
+	struct buf text;
+	glob_t g;
+	int n, rc;
+
+	if (pattern[0] == '/' || !slash)
+		n = snprintf(full, sizeof(full), "%s", pattern);
+	else
+		n = snprintf(full, sizeof(full), "%.*s/%s",
+		             (int)(slash - from), from, pattern);
+	if (n < 0 || (size_t)n >= sizeof(full))
+		return conf_fail(p, p->line, "include: path too long");
+	memset(&g, 0, sizeof(g));
+	rc = glob(full, 0, glob_error, &g);
+	if (rc == GLOB_NOMATCH) {
+		globfree(&g);
+		if (strpbrk(pattern, "*?["))
+			return 0;
+		return conf_fail(p, p->line, "include = \"%s\": %s: %s",
+		                 pattern, full, strerror(ENOENT));
+	}
+	if (rc) {
+		globfree(&g);
+		return conf_fail(p, p->line, "include = \"%s\": cannot read "
+		                 "%s", pattern, full);
+	}
+	rc = 0;
+	for (size_t i = 0; i < g.gl_pathc && !rc; i++) {
+		buf_init(&text, MAX_FILE);
+		rc = read_file(g.gl_pathv[i], &text);
+		if (rc)
+			rc = conf_fail(p, p->line, "include = \"%s\": %s: %s",
+			               pattern, g.gl_pathv[i],
+			               rc == EFBIG ? "too big" : strerror(rc));
+		else
+			rc = conf_parse_included(p, g.gl_pathv[i],
+			                         buf_str(&text), text.len);
+		buf_free(&text);
+	}
+	globfree(&g);
+	return rc;
 }
 
 int conf_load(struct conf *c, const char *path, char *err, size_t errlen)
@@ -772,7 +932,8 @@ int conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 		        rc);
 		goto out;
 	}
-	rc = conf_parse(c, path, buf_str(&text), text.len, err, errlen);
+	rc = parse_with(c, path, buf_str(&text), text.len, include_files, err,
+	                errlen);
 	if (rc)
 		goto out;
 	c->source = realpath(path, NULL);

@@ -4,6 +4,7 @@
  * what they need and one default at most. */
 #include "config.h"
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -201,6 +202,7 @@ static unsigned registry_key_line(const struct conf_parser *p, size_t i,
 int conf_check_registries(struct conf_parser *p)
 {
 	const char *set, *unset;
+	char ref[PATH_MAX + 32];
 	int def = -1;
 
 	for (size_t i = 0; i < p->c->nregistry; i++) {
@@ -231,10 +233,12 @@ int conf_check_registries(struct conf_parser *p)
 			return conf_fail(
 			    p, registry_key_line(p, i, "default"),
 			    "%sdefault = yes, but so is [registry \"%s\"] "
-			    "(line %u): at most one registry may be the "
+			    "(%s): at most one registry may be the "
 			    "default",
 			    p->where, p->c->registry[def].name,
-			    p->registry_section_line[def]);
+			    conf_line_ref(p, registry_key_line(p, i, "default"),
+			                  p->registry_section_line[def], ref,
+			                  sizeof(ref)));
 		def = (int)i;
 	}
 	return 0;

@@ -116,7 +116,10 @@ const struct conf_key conf_keys[] = {
              "server that maps to data_dir."},
     {LARDER(cache_ttl), T_SECONDS, "300",
      .help = "How long a project page fetched from upstream is served "
-             "without asking upstream again."},
+             "without asking upstream again. Lowered by a reload, it "
+             "applies to the pages already held too (a page is fresh "
+             "until its fetch plus the lesser of the ttl it was given and "
+             "cache_ttl now); raised, from each page's next fetch."},
     {LARDER(max_stale), T_SECONDS, "86400",
      .help = "How long past cache_ttl a page may still be served while "
              "upstream cannot be reached."},

@@ -119,6 +119,12 @@ void conf_set_inherited(void *base, const char *section);
 int conf_set_value(void *base, const struct conf_key *k, const char *v,
                    const char **why, const char **form);
 
+/* A line number carries its file: line / CONF_LINE_SPAN is 0 for the file
+ * conf_parse() was given, else 1 + its place in conf_parser.files. */
+#define CONF_LINE_SPAN (1u << 24)
+#define CONF_MAX_FILES 128 /* files one config includes, all told */
+#define CONF_MAX_DEPTH 8   /* includes within includes */
+
 /* The parser's state; conf_check.c reads it to name lines in messages. */
 struct conf_parser {
 	struct conf *c;
@@ -126,7 +132,7 @@ struct conf_parser {
 	char *err;
 	size_t errlen;
 	unsigned line;
-	enum { IN_NONE, IN_LARDER, IN_INDEX, IN_REGISTRY } in;
+	enum conf_in { IN_NONE, IN_LARDER, IN_INDEX, IN_REGISTRY } in;
 	size_t ix;       /* the current index, IN_INDEX */
 	size_t rx;       /* the current registry, IN_REGISTRY */
 	int declared;    /* an [index] section was seen */
@@ -137,7 +143,25 @@ struct conf_parser {
 	unsigned section_line[CONF_MAX_INDEXES];
 	unsigned registry_line[CONF_MAX_REGISTRIES][CONF_NKEYS];
 	unsigned registry_section_line[CONF_MAX_REGISTRIES];
+	/* include = GLOB: reads and parses the files it names (conf_load's;
+	 * NULL for text that is not a file on disk) */
+	int (*include)(struct conf_parser *p, const char *pattern);
+	char *files[CONF_MAX_FILES]; /* the included files' names, owned */
+	unsigned nfiles;
+	unsigned depth;              /* includes open */
 };
+
+/* Where line (as conf_parser keeps it) is, said in a message about line
+ * here: "line 4" in the same file, else "conf.d/a.conf:4". Returns out. */
+const char *conf_line_ref(const struct conf_parser *p, unsigned here,
+                          unsigned line, char *out, size_t outlen);
+
+/* Parses text, the whole of the file path, into p's config as if it stood
+ * where the include line is: it starts outside any section, and the
+ * section the include was in goes on after it. Returns 0 or EINVAL /
+ * ENOMEM (with p's message). Does no I/O. */
+int conf_parse_included(struct conf_parser *p, const char *path,
+                        const char *text, size_t len);
 
 /* Writes "NAME:LINE: message" to p's error buffer; returns EINVAL. */
 int conf_fail(struct conf_parser *p, unsigned line, const char *fmt, ...)

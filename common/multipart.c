@@ -555,7 +555,7 @@ static int after_delim(struct multipart *p, char ch, size_t *used)
 int multipart_feed(struct multipart *p, const void *data, size_t len)
 {
 	const char *s = data;
-	size_t used;
+	size_t used = 0;
 	int rc = 0;
 
 	while (!p->error && len > 0) {

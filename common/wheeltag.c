@@ -157,9 +157,14 @@ static int platforms(const char *plat, struct plats *p)
 static int add(struct wheeltag_target *t, size_t cap, const char *py,
                const char *abi, const char *plat)
 {
+	int n;
+
 	if (t->n >= cap)
 		return ENOMEM;
-	snprintf(t->tags[t->n++], WHEELTAG_LEN, "%s-%s-%s", py, abi, plat);
+	n = snprintf(t->tags[t->n], WHEELTAG_LEN, "%s-%s-%s", py, abi, plat);
+	if (n < 0 || n >= WHEELTAG_LEN)
+		return EINVAL; /* a platform too long for a tag */
+	t->n++;
 	return 0;
 }
 

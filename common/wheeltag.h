@@ -30,8 +30,8 @@ struct wheeltag_target {
 
 /* Lists the tags of CPython python ("3" "." minor, a patch level ignored)
  * on platform. Returns 0, EINVAL for a version or platform it cannot read
- * (with nothing to free), or ENOMEM; on success t is the caller's to free
- * with wheeltag_target_free(). */
+ * or too long for a WHEELTAG_LEN tag (with nothing to free), or ENOMEM;
+ * on success t is the caller's to free with wheeltag_target_free(). */
 int wheeltag_target_init(struct wheeltag_target *t, const char *python,
                          const char *platform);
 

@@ -8,13 +8,20 @@
 # LARDER_UPSTREAM points the "pypi" index elsewhere (default
 # https://pypi.org/simple/), LARDER_TRUSTED_HOSTS names the hosts its pages
 # link files on (default files.pythonhosted.org), LARDER_PORT changes the
-# port. It ends by writing run/env, which puts the larder it built on PATH,
-# its config in $LARDER_CONFIG and its man pages on MANPATH:
+# port. run/larder.conf is written once: run again, the script keeps it
+# and changes only the upstream or trusted_hosts of [index "pypi"] that a
+# variable names; sections of your own go in it or in run/conf.d/*.conf.
+# It ends by writing run/env, which puts the larder it built on PATH, its
+# config in $LARDER_CONFIG, its URL in $LARDER_URL (larder warm) and its
+# man pages on MANPATH:
 #
 #   . run/env; larder config check; larder fsck; man larder
+#
+# LARDER_BIN uses a larder built already (no apt-get, no build) and
+# LARDER_RUN_DIR another directory than run/ (the tests do both).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-run="$top/run"
+run="${LARDER_RUN_DIR:-$top/run}"
 port="${LARDER_PORT:-4433}"
 upstream="${LARDER_UPSTREAM:-https://pypi.org/simple/}"
 trusted="${LARDER_TRUSTED_HOSTS:-files.pythonhosted.org}"
@@ -33,27 +40,47 @@ if [ "${1:-}" = stop ]; then
 	exit 0
 fi
 
-"$top/contrib/deps.sh" build
 cd "$top"
 mkdir -p "$run"
-[ -x configure ] || ./autogen.sh >"$run/autogen.log" 2>&1 ||
-	{ cat "$run/autogen.log" >&2; exit 1; }
-if [ -f config.status ]; then
-	# configured in place by hand: use that build
-	make -j2 >/dev/null
-	larder="$top/larder"
+if [ -n "${LARDER_BIN:-}" ]; then
+	larder=$LARDER_BIN
 else
-	mkdir -p build
-	(cd build && { [ -f Makefile ] || ../configure --sysconfdir=/etc \
-		--localstatedir=/var >/dev/null; } && make -j2 >/dev/null)
-	larder="$top/build/larder"
+	"$top/contrib/deps.sh" build
+	[ -x configure ] || ./autogen.sh >"$run/autogen.log" 2>&1 ||
+		{ cat "$run/autogen.log" >&2; exit 1; }
+	if [ -f config.status ]; then
+		# configured in place by hand: use that build
+		make -j2 >/dev/null
+		larder="$top/larder"
+	else
+		mkdir -p build
+		(cd build && { [ -f Makefile ] || ../configure --sysconfdir=/etc \
+			--localstatedir=/var >/dev/null; } && make -j2 >/dev/null)
+		larder="$top/build/larder"
+	fi
 fi
-bindir=$(dirname "$larder")
+bindir=$(cd "$(dirname "$larder")" && pwd)
+
+# set_pypi KEY VALUE: KEY's line in [index "pypi"] of run/larder.conf says
+# VALUE, and nothing else in the file changes
+set_pypi() {
+	awk -v key="$1" -v val="$2" '
+		/^[ \t]*\[/ { in_pypi = ($0 ~ /^[ \t]*\[index[ \t]+"pypi"\]/) }
+		in_pypi && $0 ~ "^[ \t]*" key "[ \t]*=" {
+			print key " = " val; next
+		}
+		{ print }' "$run/larder.conf" >"$run/larder.conf.new" &&
+		mv "$run/larder.conf.new" "$run/larder.conf"
+}
 
 stop
-mkdir -p "$run/data" "$run/nginx"
-cat > "$run/larder.conf" <<CONF
-# written by contrib/quickstart.sh
+mkdir -p "$run/data" "$run/nginx" "$run/conf.d"
+if [ ! -f "$run/larder.conf" ]; then
+	cat > "$run/larder.conf.new" <<CONF
+# written by contrib/quickstart.sh, once: it is yours now. Running the
+# quick start again keeps it, and changes only the upstream or the
+# trusted_hosts of [index "pypi"] when LARDER_UPSTREAM or
+# LARDER_TRUSTED_HOSTS says so.
 [larder]
 data_dir = $run/data
 sendfile = x-accel-redirect
@@ -67,7 +94,17 @@ trusted_hosts = $trusted
 [index "root/pypi"]
 type = virtual
 layers = pypi
+
+# Sections of your own go here, or in files of conf.d/ beside this one,
+# read in sorted order (man 5 larder.conf, "Including files").
+include = conf.d/*.conf
 CONF
+	mv "$run/larder.conf.new" "$run/larder.conf"
+else
+	echo "keeping $run/larder.conf"
+	[ -z "${LARDER_UPSTREAM:-}" ] || set_pypi upstream "$upstream"
+	[ -z "${LARDER_TRUSTED_HOSTS:-}" ] || set_pypi trusted_hosts "$trusted"
+fi
 "$larder" config check -c "$run/larder.conf" >/dev/null
 
 user_line=""
@@ -100,16 +137,18 @@ cp "$top/man/larder.8" "$run/man/man8/larder.8"
 "$larder" config man >"$run/man/man5/larder.conf.5"
 cat >"$run/env" <<ENV
 # written by contrib/quickstart.sh: . run/env puts this larder on PATH,
-# its config in LARDER_CONFIG (larder config check, larder fsck) and its
-# man pages on MANPATH (man larder, man 5 larder.conf)
+# its config in LARDER_CONFIG (larder config check, larder fsck), its URL
+# in LARDER_URL (larder warm) and its man pages on MANPATH (man larder,
+# man 5 larder.conf)
 PATH="$bindir:\$PATH"
 LARDER_CONFIG="$run/larder.conf"
+LARDER_URL="http://127.0.0.1:$port/"
 MANPATH="$run/man:\${MANPATH:-}"
-export PATH LARDER_CONFIG MANPATH
+export PATH LARDER_CONFIG LARDER_URL MANPATH
 ENV
 echo "larder is up: pip install --index-url http://127.0.0.1:$port/root/pypi/simple/ PACKAGE"
 echo "binary: $larder"
 echo "config: $run/larder.conf (data: $run/data)"
 echo "logs:   $run/larder.log, $run/nginx/"
-echo "next:   . $run/env; larder config check; larder fsck; man larder"
+echo "next:   . $run/env; larder config check; larder warm -r requirements.txt; man larder"
 echo "stop:   contrib/quickstart.sh stop"

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Runs the whole test suite and ends with one line "N passed, N failed":
 #   1. installs what it needs (apt-get, contrib/deps.sh test);
-#   2. builds larder twice, out of tree: build/ (release) and build-asan/
-#      (--enable-debug: ASan, UBSan, leak checking);
+#   2. builds larder twice, out of tree: build/ (release; any compiler
+#      warning fails the run) and build-asan/ (--enable-debug: -Werror,
+#      ASan, UBSan, leak checking);
 #   3. on each build, the C unit tests (make check) and the integration
 #      tests (real nginx, lighttpd, Apache, real pip, a stand-in upstream);
 #      any sanitizer report fails the run;
@@ -173,6 +174,15 @@ for xml in sorted(glob.glob(f"{out}/integration-*.xml")):
             skipped += 1
         else:
             passed += 1
+for log in sorted(glob.glob(f"{out}/build-*.log")):
+    # a release build is warning-free too (the debug build has -Werror)
+    warns = [l for l in open(log, errors="replace") if ": warning: " in l]
+    for w in warns:
+        print(f"{os.path.basename(log)}: {w.rstrip()}")
+    if warns:
+        failed += 1
+    else:
+        passed += 1
 reports = sorted(glob.glob(f"{out}/sanitizer/*"))
 for r in reports:
     print(f"sanitizer report {r}:")

@@ -162,11 +162,27 @@ static void route(struct worker *w, struct req *r)
 	}
 }
 
+/* Puts the first bytes of the path r was sent, undecoded, in r->path for
+ * the log line ("..." when cut, a control byte as '?'). */
+static void path_head(struct req *r)
+{
+	const char *u = req_env(r, "REQUEST_URI");
+	size_t n = 0;
+
+	if (!u)
+		u = req_env(r, "PATH_INFO");
+	for (; u && u[n] && u[n] != '?' && n < 200; n++)
+		r->path[n] = (unsigned char)u[n] < 0x20 ? '?' : u[n];
+	r->path[n] = '\0';
+	if (u && u[n] && u[n] != '?')
+		memcpy(r->path + n, "...", 4);
+}
+
 void dispatch(struct worker *w, struct req *r, int init_err)
 {
 	r->stat_kind = STATS_OTHER;
 	if (init_err) {
-		r->path[0] = '\0';
+		path_head(r);
 		req_error(r, init_err == ENAMETOOLONG ? 414 : 400,
 			  init_err == ENAMETOOLONG ? "path too long" :
 			  r->bad_request ? r->bad_request :

@@ -251,11 +251,16 @@ void landing_home(struct worker *w, struct req *r)
 	struct out o = {.err = 0};
 	struct buf base;
 	const char *b;
-	int def = -1;
+	char host[512];
+	int def = -1, plain;
 
 	buf_init(&o.b, MAX_LANDING);
 	o.err = base_of(w, r, &base);
 	b = buf_str(&base);
+	plain = strncmp(b, "http://", 7) == 0;
+	/* host[:port] alone, as insecure-registries takes it */
+	snprintf(host, sizeof(host), "%.*s",
+		 (int)strcspn(image_host(b), "/"), image_host(b));
 	head(&o, "larder");
 	add(&o, "<p>A caching proxy for Python package indexes and container "
 		"registries.</p>\n<h2>Python package indexes</h2>\n<table>\n"
@@ -300,8 +305,21 @@ void landing_home(struct worker *w, struct req *r)
 		add(&o, "/IMAGE:TAG</code></td></tr>\n");
 	}
 	if (c->nregistry) {
-		add(&o, "</table>\n<p>With skopeo:</p>\n<pre>skopeo copy "
-			"docker://");
+		add(&o, "</table>\n");
+		if (plain) {
+			/* every client assumes https for a registry */
+			add(&o, "<p>This larder speaks plain http: docker "
+				"needs <code>");
+			html(&o, host);
+			add(&o, "</code> among its <code>insecure-registries"
+				"</code> (below), podman and skopeo "
+				"<code>--tls-verify=false</code>, containerd "
+				"an <code>http://</code> server in its "
+				"<code>hosts.toml</code>.</p>\n");
+		}
+		add(&o, "<p>With skopeo:</p>\n<pre>skopeo copy ");
+		add(&o, plain ? "--src-tls-verify=false docker://" :
+				"docker://");
 		html(&o, image_host(b));
 		add(&o, "/");
 		html(&o, c->registry[def >= 0 ? def : 0].name);
@@ -312,6 +330,19 @@ void landing_home(struct worker *w, struct req *r)
 			"<code>/etc/docker/daemon.json</code>:</p>\n<pre>"
 			"{&quot;registry-mirrors&quot;: [&quot;");
 		html(&o, b);
+		add(&o, "&quot;]");
+		if (plain) {
+			add(&o, ",\n &quot;insecure-registries&quot;: "
+				"[&quot;");
+			html(&o, host);
+			add(&o, "&quot;]");
+		}
+		add(&o, "}</pre>\n");
+	} else if (plain && c->nregistry) {
+		add(&o, "<p>For docker, in <code>/etc/docker/daemon.json"
+			"</code>:</p>\n<pre>{&quot;insecure-registries&quot;: "
+			"[&quot;");
+		html(&o, host);
 		add(&o, "&quot;]}</pre>\n");
 	}
 	foot(&o, b);
@@ -320,7 +351,8 @@ void landing_home(struct worker *w, struct req *r)
 	buf_free(&base);
 }
 
-/* A <pre> of one setup: title, then lines with URL for each "%s". */
+/* A <pre> of one setup: title, then lines with url for each "{URL}" (a
+ * mark no setup's own text has: PIP_INDEX_URL stays as it is). */
 static void setup(struct out *o, const char *title, const char *url,
 		  const char *const *lines)
 {
@@ -330,13 +362,13 @@ static void setup(struct out *o, const char *title, const char *url,
 	for (size_t i = 0; lines[i]; i++) {
 		const char *s = lines[i], *mark;
 
-		while ((mark = strstr(s, "URL")) != NULL) {
+		while ((mark = strstr(s, "{URL}")) != NULL) {
 			char part[256];
 
 			snprintf(part, sizeof(part), "%.*s", (int)(mark - s), s);
 			html(o, part);
 			html(o, url);
-			s = mark + 3;
+			s = mark + 5;
 		}
 		html(o, s);
 		add(o, "\n");
@@ -347,28 +379,28 @@ static void setup(struct out *o, const char *title, const char *url,
 void landing_index(struct worker *w, struct req *r, int idx)
 {
 	static const char *const pip[] = {
-		"pip install --index-url URL PACKAGE", "",
-		"# ~/.config/pip/pip.conf (or PIP_INDEX_URL=URL)", "[global]",
-		"index-url = URL", NULL};
+		"pip install --index-url {URL} PACKAGE", "",
+		"# ~/.config/pip/pip.conf (or PIP_INDEX_URL={URL})", "[global]",
+		"index-url = {URL}", NULL};
 	static const char *const uv[] = {
-		"uv pip install --index-url URL PACKAGE", "",
+		"uv pip install --index-url {URL} PACKAGE", "",
 		"# uv.toml, or [[tool.uv.index]] in pyproject.toml "
-		"(or UV_DEFAULT_INDEX=URL)",
-		"[[index]]", "url = \"URL\"", "default = true", NULL};
+		"(or UV_DEFAULT_INDEX={URL})",
+		"[[index]]", "url = \"{URL}\"", "default = true", NULL};
 	static const char *const pdm[] = {
-		"pdm config pypi.url URL", "", "# or in pyproject.toml",
-		"[[tool.pdm.source]]", "name = \"pypi\"", "url = \"URL\"",
+		"pdm config pypi.url {URL}", "", "# or in pyproject.toml",
+		"[[tool.pdm.source]]", "name = \"pypi\"", "url = \"{URL}\"",
 		NULL};
 	static const char *const poetry[] = {
-		"poetry source add --priority=primary larder URL", "",
+		"poetry source add --priority=primary larder {URL}", "",
 		"# which writes to pyproject.toml", "[[tool.poetry.source]]",
-		"name = \"larder\"", "url = \"URL\"", "priority = \"primary\"",
+		"name = \"larder\"", "url = \"{URL}\"", "priority = \"primary\"",
 		NULL};
 	static const char *const pypirc[] = {
 		"# ~/.pypirc", "[distutils]", "index-servers = larder", "",
-		"[larder]", "repository = URL", "username = __token__",
+		"[larder]", "repository = {URL}", "username = __token__",
 		"password = lt_...", "", "twine upload --repository larder "
-		"dist/*", "# or: uv publish --publish-url URL --username "
+		"dist/*", "# or: uv publish --publish-url {URL} --username "
 		"__token__ --password lt_... dist/*", NULL};
 	const struct conf *c = w->conf;
 	const struct conf_index *ix = &c->index[idx];

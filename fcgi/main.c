@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/conf.h"
+#include "common/conf_keys.h"
 #include "fcgi/cmd.h"
 #include "fcgi/hosted_cmd.h"
 #include "fcgi/loop.h"
@@ -43,6 +44,8 @@ static void usage(FILE *f)
 	      "       larder config check [-c FILE]\n"
 	      "       larder config man\n"
 	      "       larder fsck [-c FILE] [--repair]\n"
+	      "       larder fsck [-c FILE] --scrub [--budget TIME] "
+	      "[--bytes SIZE]\n"
 	      "       larder gc [-c FILE] [--dry-run] [--max-size SIZE]\n"
 	      "       larder warm [--url BASE] -r FILE ... | --image REF ... "
 	      "(larder warm -h)\n"
@@ -124,25 +127,71 @@ static int config_cmd(int argc, char **argv)
 	return rc ? 1 : 0;
 }
 
-/* larder fsck [-c FILE] [--repair]: exit 0 when the store was clean, 1
- * when something was found (repaired or not), 2 on usage or I/O error. */
+/* Reads v as a value of the [larder] key named key (its type's forms:
+ * seconds as 90, 5m, 2h; sizes as 512k, 64M, 1G) into *out. Returns 0,
+ * or 2 having said what is wrong with option opt. */
+static int option_value(const char *opt, const char *key, const char *v,
+			const char *forms, long *out)
+{
+	const struct conf_key *k = conf_find_key("larder", key);
+	const char *why = NULL, *form = NULL;
+	struct conf scratch;
+
+	memset(&scratch, 0, sizeof(scratch));
+	if (!k || conf_set_value(&scratch, k, v, &why, &form)) {
+		fprintf(stderr, "larder fsck: %s \"%s\": expected %s\n", opt, v,
+			forms);
+		return 2;
+	}
+	*out = *(long *)conf_field(&scratch, k);
+	return 0;
+}
+
+/* larder fsck [-c FILE] [--repair]: exit 0 when the store was clean or
+ * --repair repaired everything it found, 1 when something was found and
+ * is still wrong, 2 on usage or I/O error. --scrub [--budget TIME]
+ * [--bytes SIZE]: a slice of the blobs checked, bad ones quarantined
+ * (storage/fsck.h fsck_scrub). */
 static int fsck_cmd(int argc, char **argv)
 {
+	struct fsck_scrub_state ss;
 	struct fsck_report r;
 	const char *path = NULL;
 	struct db *db = NULL;
 	struct conf c;
-	int repair = 0, rc;
+	long budget = 0, bytes = 0;
+	int repair = 0, scrub = 0, rc;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--repair") == 0) {
 			repair = 1;
+		} else if (strcmp(argv[i], "--scrub") == 0) {
+			scrub = 1;
+		} else if (strcmp(argv[i], "--budget") == 0 && i + 1 < argc) {
+			if (option_value("--budget", "cache_ttl", argv[++i],
+					 "a time (90, 90s, 5m, 2h)", &budget))
+				return 2;
+		} else if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc) {
+			if (option_value("--bytes", "max_size", argv[++i],
+					 "a size in bytes (65536, 512k, 64M, "
+					 "1G)", &bytes))
+				return 2;
 		} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
 			path = argv[++i];
 		} else {
 			usage(stderr);
 			return 2;
 		}
+	}
+	if ((budget || bytes) && !scrub) {
+		fprintf(stderr, "larder fsck: --budget and --bytes go with "
+			"--scrub\n");
+		return 2;
+	}
+	if (scrub && repair) {
+		fprintf(stderr, "larder fsck: --scrub or --repair, not both "
+			"(a scrub quarantines what it finds bad)\n");
+		return 2;
 	}
 	if (cmd_load(&c, path))
 		return 2;
@@ -159,13 +208,17 @@ static int fsck_cmd(int argc, char **argv)
 		conf_free(&c);
 		return 2;
 	}
-	if (!rc)
+	if (!rc && scrub)
+		rc = fsck_scrub(db, c.data_dir, budget, bytes, stdout, &r, &ss);
+	else if (!rc)
 		rc = fsck_run(db, c.data_dir, repair, c.gc_grace, stdout, &r);
 	db_close(db);
 	conf_free(&c);
 	if (rc)
 		return 2;
-	return fsck_clean(&r) ? 0 : 1;
+	if (fsck_clean(&r))
+		return 0;
+	return (repair || scrub) && fsck_all_repaired(&r) ? 0 : 1;
 }
 
 /* larder gc [-c FILE] [--dry-run] [--max-size SIZE]: exit 0 when it ran,
@@ -197,7 +250,16 @@ static int gc_cmd(int argc, char **argv)
 		 max ? max : "");
 	if (max && conf_parse(&c, "--max-size", text, strlen(text), err,
 			      sizeof(err))) {
-		fprintf(stderr, "larder gc: %s\n", err);
+		const char *why = err, *sp;
+
+		/* the value came from the command line, not a file's line:
+		 * "--max-size:2: max_size = " says nothing more */
+		if (!strncmp(why, "--max-size:", 11) &&
+		    (sp = strchr(why, ' ')) != NULL)
+			why = sp + 1;
+		if (!strncmp(why, "max_size = ", 11))
+			why += 11;
+		fprintf(stderr, "larder gc: --max-size %s\n", why);
 		conf_free(&c);
 		return 2;
 	}
@@ -282,6 +344,8 @@ int main(int argc, char **argv)
 			  strcmp(argv[1], "remove") == 0))
 		return hosted_cmd(argc - 1, argv + 1);
 	if (argc > 1) {
+		fprintf(stderr, "larder: unknown command \"%.100s\"\n",
+			argv[1]);
 		usage(stderr);
 		return 2;
 	}

@@ -517,7 +517,9 @@ static void count_image(const struct oci_ctx *x, const char *rest)
 {
 	char image[STATS_TOP_NAME];
 
-	snprintf(image, sizeof(image), "%s/%s", x->reg->name, rest);
+	/* a name too long for the table is counted cut short */
+	if (snprintf(image, sizeof(image), "%s/%s", x->reg->name, rest) < 0)
+		return;
 	stats_top_add(STATS_TOP_IMAGES, image);
 }
 

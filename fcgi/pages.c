@@ -49,6 +49,21 @@ static int stale_ok(const struct worker *w, const struct db_page *p,
 	       now < p->fetched_at + p->ttl + w->conf->max_stale;
 }
 
+/* Reads a cached page's row with its freshness as the config says now:
+ * fetched_at + min(its stored ttl, cache_ttl), so a reload that lowers
+ * cache_ttl shortens the pages already held too (a stored ttl from
+ * upstream's max-age or a cooldown may be shorter still). Returns what
+ * db_page_get() does. */
+static int page_read(const struct worker *w, const char *index,
+		     const char *project, struct db_page *p)
+{
+	int rc = db_page_get(w->db, index, project, p);
+
+	if (!rc && p->status == 200 && p->ttl > w->conf->cache_ttl)
+		p->ttl = w->conf->cache_ttl;
+	return rc;
+}
+
 static long page_ttl(const struct worker *w, const struct fetch_page *f)
 {
 	long ttl = w->conf->cache_ttl;
@@ -383,7 +398,7 @@ static int offline_get(struct worker *w, const struct conf_index *ix,
 		       const char *project, struct db_page *p,
 		       const char **cache, char *err, size_t errlen)
 {
-	if (db_page_get(w->db, ix->name, project, p) != 0) {
+	if (page_read(w, ix->name, project, p) != 0) {
 		snprintf(err, errlen, "index %s is offline (offline = yes) "
 			 "and has no copy of %s", ix->name,
 			 *project ? project : "the project list");
@@ -431,7 +446,7 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 	upstream_url(ix, project, url, sizeof(url));
 	memset(&seen, 0, sizeof(seen));
 	for (int round = 0; round < 3; round++) {
-		have = db_page_get(w->db, ix->name, project, p) == 0;
+		have = page_read(w, ix->name, project, p) == 0;
 		if (have && fresh(p, time(NULL))) {
 			*cache = round ? "MISS" : "HIT";
 			return p->status == 200 ? 0 : ENOENT;
@@ -488,7 +503,7 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 			return ETIMEDOUT;
 		}
 		/* Someone may have finished just before we claimed. */
-		have = db_page_get(w->db, ix->name, project, p) == 0;
+		have = page_read(w, ix->name, project, p) == 0;
 		if (have && (fresh(p, time(NULL)) || renewed(had, &seen, p))) {
 			*cache = "HIT";
 			rc = 0;
@@ -503,7 +518,7 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 		return p->status == 200 ? 0 : ENOENT;
 	}
 	/* The page keeps coming back stale: serve what there is. */
-	if (db_page_get(w->db, ix->name, project, p) == 0 &&
+	if (page_read(w, ix->name, project, p) == 0 &&
 	    stale_ok(w, p, time(NULL))) {
 		*cache = "STALE";
 		return 0;
@@ -534,7 +549,7 @@ void pages_revalidate(struct worker *w)
 	if (flight_claim(w->db, w->conf->data_dir, key, -1, &owner, &f) ||
 	    !owner)
 		return;
-	have = db_page_get(w->db, ix->name, rv->project, &p) == 0;
+	have = page_read(w, ix->name, rv->project, &p) == 0;
 	if (!have || !fresh(&p, time(NULL))) {
 		worker_shed(w);
 		if (refresh(w, ix, rv->project, key, &p, have, &cache, err,

@@ -12,6 +12,7 @@
 #include "common/url.h"
 #include "fcgi/status.h"
 #include "storage/db_stats.h"
+#include "storage/fsck.h"
 #include "storage/health.h"
 #include "storage/stats.h"
 
@@ -103,6 +104,7 @@ void status_metrics(struct worker *w, struct req *r)
 {
 	struct figures *f = gather(w, r);
 	const struct stats_snapshot *s;
+	struct fsck_scrub_state scrub;
 	struct buf b;
 
 	if (!f)
@@ -159,6 +161,23 @@ void status_metrics(struct worker *w, struct req *r)
 		family(&b, "store_limit_bytes", "gauge",
 		       "The most the store may hold (max_size).");
 		buf_addf(&b, "larder_store_limit_bytes %lld\n", f->store_limit);
+	}
+	if (fsck_scrub_read(w->db, &scrub) == 0) {
+		counter(&b, "scrub_checked_blobs_total",
+		        "Files of the store the scrub (larder fsck --scrub) "
+		        "hashed.", (uint64_t)scrub.blobs);
+		counter(&b, "scrub_checked_bytes_total",
+		        "Bytes the scrub read.", (uint64_t)scrub.bytes);
+		counter(&b, "scrub_quarantined_blobs_total",
+		        "Bad blobs the scrub moved to quarantine (fetched again "
+		        "on the next request).", (uint64_t)scrub.quarantined);
+		counter(&b, "scrub_passes_total",
+		        "Passes of the scrub over the whole store.",
+		        (uint64_t)scrub.passes);
+		family(&b, "scrub_last_run_seconds", "gauge",
+		       "When the scrub last ran (unix time; 0: never).");
+		buf_addf(&b, "larder_scrub_last_run_seconds %lld\n",
+		         scrub.last_run);
 	}
 	family(&b, "stats_start_time_seconds", "gauge",
 	       "When the counters started (unix time): they count from "
@@ -336,11 +355,29 @@ static void top_table(struct buf *b, const char *title,
 	         (unsigned long long)total);
 }
 
+/* A time of the upstreams table: "2025-01-31 12:00:00Z (5 s ago)", or
+ * "never" for 0. */
+static void seen_time(struct buf *b, long long t)
+{
+	time_t tt = (time_t)t;
+	char when[32];
+	struct tm tm;
+
+	if (t <= 0 || !gmtime_r(&tt, &tm) ||
+	    !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%SZ", &tm)) {
+		buf_adds(b, "never");
+		return;
+	}
+	buf_addf(b, "%s (%lld s ago)", when, (long long)time(NULL) - t);
+}
+
 /* One row of the upstreams table. */
 static void upstream_row(struct worker *w, struct buf *b, const char *what,
                          const char *url)
 {
 	char origin[512], why[1024];
+	struct db_seen seen;
+	int seen_ok;
 
 	if (url_origin(url, origin, sizeof(origin)))
 		snprintf(origin, sizeof(origin), "%s", url);
@@ -348,12 +385,24 @@ static void upstream_row(struct worker *w, struct buf *b, const char *what,
 	buf_add_html(b, what);
 	buf_adds(b, "</td><td>");
 	buf_add_html(b, origin);
+	/* the last attempt, not the breaker: its memory ends after
+	 * error_ttl while the host may still be down */
+	seen_ok = health_seen(w->db, url, &seen) == 0;
 	if (health_down(w->db, url, why, sizeof(why))) {
 		buf_adds(b, "</td><td class=\"bad\">failing: ");
 		buf_add_html(b, why);
-	} else {
+	} else if (seen_ok && seen.last_failed) {
+		buf_adds(b, "</td><td class=\"bad\">last attempt failed: ");
+		buf_add_html(b, seen.reason);
+	} else if (seen_ok) {
 		buf_adds(b, "</td><td class=\"ok\">ok");
+	} else {
+		buf_adds(b, "</td><td>not asked yet");
 	}
+	buf_adds(b, "</td><td>");
+	seen_time(b, seen_ok ? seen.ok_at : 0);
+	buf_adds(b, "</td><td>");
+	seen_time(b, seen_ok ? seen.failed_at : 0);
 	buf_adds(b, "</td></tr>\n");
 }
 
@@ -387,7 +436,8 @@ static void upstreams(struct worker *w, struct buf *b)
 	char what[300];
 
 	buf_adds(b, "<h2>Upstreams</h2>\n<table><tr><th>serves</th>"
-	            "<th>upstream</th><th>state</th></tr>\n");
+	            "<th>upstream</th><th>state</th><th>last answer</th>"
+	            "<th>last failure</th></tr>\n");
 	for (size_t i = 0; i < c->nindex; i++) {
 		if (c->index[i].type != CONF_INDEX_CACHE)
 			continue;

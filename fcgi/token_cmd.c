@@ -9,6 +9,7 @@
 
 #include "common/hex.h"
 #include "common/token.h"
+#include "fcgi/hosted.h"
 #include "fcgi/token_cmd.h"
 #include "storage/db.h"
 
@@ -128,6 +129,17 @@ static int add(const struct conf *c, int argc, char **argv, FILE *out,
 		fprintf(err, "larder token add: %s\n", why);
 		return 2;
 	}
+	/* a token for changes nothing could ever take is a mistake: every
+	 * upload with it would be a 405 */
+	if ((mask & (TOKEN_UPLOAD | TOKEN_YANK | TOKEN_DELETE)) &&
+	    hosted_target(c, conf_index_find(c, index)) < 0) {
+		fprintf(err,
+		        "larder token add: --index %s takes no uploads (it "
+		        "has no hosted index): upload, yank and delete need a "
+		        "hosted index, or a virtual index over one\n",
+		        index);
+		return 2;
+	}
 	if (strlen(note) >= sizeof(t.note)) {
 		fprintf(err,
 		        "larder token add: --note: longer than %zu "
@@ -224,6 +236,9 @@ static int list(const struct conf *c, int argc, FILE *out, FILE *err)
 	}
 	if (open_store(c, 0, &db, err))
 		return 2;
+	/* a header row names the columns, the two dates above all */
+	fputs("ID\tINDEX\tACTIONS\tPROJECTS\tCREATED\tEXPIRES\tSTATE\tNOTE\n",
+	      out);
 	rc = db_token_each(db, list_one, &l);
 	db_close(db);
 	if (rc) {

@@ -433,6 +433,10 @@ void upload_serve(struct worker *w, struct req *r, const struct route *rt)
 			  "index, or a virtual index over one");
 		return;
 	}
+	/* the token before the body, and before anything is said of it: a
+	 * refused client sends nothing big and learns nothing */
+	if (auth_allow(w, r, rt->index, target, TOKEN_UPLOAD, NULL))
+		return;
 	if (!r->conn && (!req_env(r, "CONTENT_LENGTH") ||
 			 !*req_env(r, "CONTENT_LENGTH"))) {
 		/* CGI reads its body by its length */
@@ -448,9 +452,6 @@ void upload_serve(struct worker *w, struct req *r, const struct route *rt)
 		req_error(r, 400, "expected a multipart/form-data body");
 		return;
 	}
-	/* the token before the body: a refused client sends nothing big */
-	if (auth_allow(w, r, rt->index, target, TOKEN_UPLOAD, NULL))
-		return;
 	u = calloc(1, sizeof(*u));
 	if (!u) {
 		req_error(r, 500, "out of memory");

@@ -89,7 +89,16 @@ static const char schema[] =
 	"  id TEXT PRIMARY KEY, idx TEXT NOT NULL, actions TEXT NOT NULL,"
 	"  projects TEXT NOT NULL, salt TEXT NOT NULL, hash TEXT NOT NULL,"
 	"  created INTEGER NOT NULL, expires INTEGER NOT NULL,"
-	"  revoked INTEGER NOT NULL, note TEXT NOT NULL);";
+	"  revoked INTEGER NOT NULL, note TEXT NOT NULL);"
+	/* what the status page says of an upstream host, past the breaker's
+	 * memory (upstreams): its last answer, its last failure */
+	"CREATE TABLE IF NOT EXISTS upstream_seen ("
+	"  host TEXT PRIMARY KEY, ok_at INTEGER NOT NULL,"
+	"  failed_at INTEGER NOT NULL, last_failed INTEGER NOT NULL,"
+	"  reason TEXT NOT NULL);"
+	/* small named values: the scrub's cursor and counts */
+	"CREATE TABLE IF NOT EXISTS state ("
+	"  key TEXT PRIMARY KEY, value TEXT NOT NULL);";
 
 /* What a database made before user_version was kept (version 0) lacks. */
 static const char from_v0[] =
@@ -236,6 +245,16 @@ static const char *const sql[S_COUNT] = {
 	[S_TOKEN_GET] = "SELECT " TOKEN_COLUMNS " FROM tokens WHERE id = ?1",
 	[S_TOKEN_REVOKE] = "UPDATE tokens SET revoked = 1 WHERE id = ?1",
 	[S_TOKEN_ALL] = "SELECT " TOKEN_COLUMNS " FROM tokens ORDER BY created",
+	[S_SEEN_GET] = "SELECT ok_at, failed_at, last_failed, reason"
+		       " FROM upstream_seen WHERE host = ?1",
+	[S_SEEN_OK] = "INSERT INTO upstream_seen VALUES (?1, ?2, 0, 0, '')"
+		      " ON CONFLICT (host) DO UPDATE SET ok_at = ?2,"
+		      " last_failed = 0",
+	[S_SEEN_FAILED] = "INSERT INTO upstream_seen VALUES (?1, 0, ?2, 1, ?3)"
+			  " ON CONFLICT (host) DO UPDATE SET failed_at = ?2,"
+			  " last_failed = 1, reason = ?3",
+	[S_STATE_GET] = "SELECT value FROM state WHERE key = ?1",
+	[S_STATE_PUT] = "INSERT OR REPLACE INTO state VALUES (?1, ?2)",
 	[S_BEGIN] = "BEGIN IMMEDIATE",
 	[S_COMMIT] = "COMMIT",
 	[S_ROLLBACK] = "ROLLBACK",

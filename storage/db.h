@@ -203,6 +203,32 @@ int db_upstream_put(struct db *db, const char *host, long long until,
 /* Forgets host's failure. Returns 0 or EIO. */
 int db_upstream_delete(struct db *db, const char *host);
 
+/* What was last seen of an upstream host, for the status page. */
+struct db_seen {
+	long long ok_at;     /* its last answer, unix seconds; 0: none */
+	long long failed_at; /* its last failure; 0: none */
+	int last_failed;     /* whether the last attempt failed */
+	char reason[512];    /* what the last failure was */
+};
+
+/* Reads what was seen of host. Returns 0, ENOENT or EIO. */
+int db_seen_get(struct db *db, const char *host, struct db_seen *s);
+
+/* Notes that host answered at now. Returns 0 or EIO. */
+int db_seen_ok(struct db *db, const char *host, long long now);
+
+/* Notes that an attempt at host failed at now, and why. Returns 0 or
+ * EIO. */
+int db_seen_failed(struct db *db, const char *host, long long now,
+                   const char *reason);
+
+/* Reads the named value key into out (len bytes). Returns 0, ENOENT or
+ * EIO. */
+int db_state_get(struct db *db, const char *key, char *out, size_t len);
+
+/* Sets the named value key. Returns 0 or EIO. */
+int db_state_put(struct db *db, const char *key, const char *value);
+
 /* Notes that the blob sha256 (a page rendering, a tag list or a referrers
  * list) is no longer wanted since
  * the given time. Returns 0 or EIO. */

@@ -28,6 +28,8 @@ struct ctx {
 	struct fsck_report *r;
 	char (*names)[65];   /* the sound blobs seen, for references */
 	size_t nnames, cap;
+	int scrub;           /* a scrub: no reference check to remember for,
+	                        and a blob gone meanwhile (evicted) is fine */
 };
 
 /* Keeps the name of a sound blob for the reference check. */
@@ -210,6 +212,8 @@ static void check_blob(struct ctx *c, const char *path, const char *a,
 		return;
 	}
 	err = hash_file(path, hex);
+	if (err == ENOENT && c->scrub)
+		return; /* evicted since the directory was read */
 	if (err) {
 		c->r->bad_blobs++;
 		fprintf(c->out, "unreadable: %s: %s\n", path, strerror(err));
@@ -222,7 +226,8 @@ static void check_blob(struct ctx *c, const char *path, const char *a,
 			quarantine(c, path, name);
 		return;
 	}
-	remember(c, name);
+	if (!c->scrub)
+		remember(c, name);
 }
 
 /* Lists the entries of a directory other than . and ..; calls fn. */
@@ -417,4 +422,204 @@ int fsck_clean(const struct fsck_report *r)
 	return !r->bad_blobs && !r->dangling_pages && !r->unreferenced &&
 	       !r->dead_flights && !r->stray_temps && !r->db_bad &&
 	       !r->lost_rows && !r->lost_uploads;
+}
+
+int fsck_all_repaired(const struct fsck_report *r)
+{
+	long found = r->bad_blobs + r->dangling_pages + r->unreferenced +
+		     r->dead_flights + r->stray_temps + r->lost_rows +
+		     r->lost_uploads;
+
+	return !r->db_bad && !r->lost_uploads && r->repaired >= found;
+}
+
+/* ---------------------------------------------------------------- scrub */
+
+#define SCRUB_CURSOR "scrub_cursor"
+#define SCRUB_COUNTS "scrub_counts"
+#define SCRUB_SAVE_EVERY 256 /* files between two saves of the cursor */
+
+int fsck_scrub_read(struct db *db, struct fsck_scrub_state *s)
+{
+	char counts[256];
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	rc = db_state_get(db, SCRUB_CURSOR, s->cursor, sizeof(s->cursor));
+	if (rc && rc != ENOENT)
+		return rc;
+	rc = db_state_get(db, SCRUB_COUNTS, counts, sizeof(counts));
+	if (rc == ENOENT)
+		return 0;
+	if (rc)
+		return rc;
+	if (sscanf(counts, "%lld %lld %lld %lld %lld", &s->blobs, &s->bytes,
+		   &s->quarantined, &s->passes, &s->last_run) != 5)
+		memset(s, 0, sizeof(*s)); /* unreadable: start again */
+	return 0;
+}
+
+static int scrub_save(struct db *db, const struct fsck_scrub_state *s)
+{
+	char counts[256];
+	int rc;
+
+	snprintf(counts, sizeof(counts), "%lld %lld %lld %lld %lld", s->blobs,
+		 s->bytes, s->quarantined, s->passes, s->last_run);
+	rc = db_state_put(db, SCRUB_CURSOR, s->cursor);
+	return rc ? rc : db_state_put(db, SCRUB_COUNTS, counts);
+}
+
+static long long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int skip_dot(const struct dirent *e)
+{
+	return strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* The entries of dir other than . and .., sorted by byte order; *n of
+ * them, each and the list the caller's to free (free_list). */
+static struct dirent **list_sorted(const char *dir, int *n)
+{
+	struct dirent **list = NULL;
+
+	*n = scandir(dir, &list, skip_dot, by_name);
+	if (*n < 0) {
+		*n = 0;
+		return NULL;
+	}
+	return list;
+}
+
+static void free_list(struct dirent **list, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+}
+
+struct scrub {
+	struct ctx c;
+	struct fsck_scrub_state *s;
+	const char *from;   /* the cursor the run started after */
+	long long deadline; /* now_ms() to stop at; 0: none */
+	long long max_bytes; /* 0: none */
+	long long bytes;    /* read this run */
+	long files;         /* looked at this run */
+	int stopped;        /* the budget ran out */
+};
+
+/* Looks at one file of the store, ab/cd/name, unless the budget is spent
+ * (then sets stopped). */
+static void scrub_one(struct scrub *x, const char *a, const char *b,
+		      const char *name)
+{
+	char key[sizeof(x->s->cursor)], path[PATH_MAX];
+	long bad = x->c.r->bad_blobs, moved = x->c.r->repaired;
+	struct stat st;
+
+	if ((size_t)snprintf(key, sizeof(key), "%s/%s/%s", a, b, name) >=
+	    sizeof(key) || strcmp(key, x->from) <= 0)
+		return;
+	if (x->files > 0 &&
+	    ((x->deadline && now_ms() >= x->deadline) ||
+	     (x->max_bytes && x->bytes >= x->max_bytes))) {
+		x->stopped = 1;
+		return;
+	}
+	if ((size_t)snprintf(path, sizeof(path), "%s/blobs/sha256/%s",
+			     x->c.data_dir, key) >= sizeof(path))
+		return;
+	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return;
+	check_blob(&x->c, path, a, b, name);
+	x->files++;
+	x->bytes += st.st_size;
+	x->s->blobs++;
+	x->s->bytes += st.st_size;
+	if (x->c.r->bad_blobs > bad && x->c.r->repaired > moved)
+		x->s->quarantined += x->c.r->repaired - moved;
+	snprintf(x->s->cursor, sizeof(x->s->cursor), "%s", key);
+	if (x->files % SCRUB_SAVE_EVERY == 0)
+		scrub_save(x->c.db, x->s);
+}
+
+static void scrub_walk(struct scrub *x)
+{
+	char dir[PATH_MAX];
+	struct dirent **l1, **l2, **l3;
+	int n1, n2, n3;
+
+	snprintf(dir, sizeof(dir), "%s/blobs/sha256", x->c.data_dir);
+	l1 = list_sorted(dir, &n1);
+	for (int i = 0; i < n1 && !x->stopped; i++) {
+		const char *a = l1[i]->d_name;
+
+		/* whole directories before the cursor's are skipped */
+		if (*x->from && strncmp(a, x->from, strlen(a)) < 0)
+			continue;
+		snprintf(dir, sizeof(dir), "%s/blobs/sha256/%s",
+			 x->c.data_dir, a);
+		l2 = list_sorted(dir, &n2);
+		for (int j = 0; j < n2 && !x->stopped; j++) {
+			const char *b = l2[j]->d_name;
+
+			snprintf(dir, sizeof(dir), "%s/blobs/sha256/%s/%s",
+				 x->c.data_dir, a, b);
+			l3 = list_sorted(dir, &n3);
+			for (int k = 0; k < n3 && !x->stopped; k++)
+				scrub_one(x, a, b, l3[k]->d_name);
+			free_list(l3, n3);
+		}
+		free_list(l2, n2);
+	}
+	free_list(l1, n1);
+}
+
+int fsck_scrub(struct db *db, const char *data_dir, long budget_s,
+	       long long max_bytes, FILE *out, struct fsck_report *r,
+	       struct fsck_scrub_state *s)
+{
+	struct scrub x = {.c = {.db = db, .data_dir = data_dir, .repair = 1,
+				.out = out, .r = r, .scrub = 1},
+			  .s = s, .max_bytes = max_bytes};
+	char from[sizeof(s->cursor)];
+	long long t0 = now_ms();
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	rc = fsck_scrub_read(db, s);
+	if (rc)
+		return rc;
+	snprintf(from, sizeof(from), "%s", s->cursor);
+	x.from = from;
+	x.deadline = budget_s > 0 ? t0 + budget_s * 1000LL : 0;
+	fprintf(out, "scrubbing %s from %s\n", data_dir,
+		*from ? from : "the start");
+	scrub_walk(&x);
+	if (!x.stopped) {
+		s->cursor[0] = '\0'; /* the pass is done: the next starts over */
+		s->passes++;
+	}
+	s->last_run = (long long)time(NULL);
+	rc = scrub_save(db, s);
+	fprintf(out, "scrub: %ld blobs (%lld bytes) in %.1f s, %ld bad, %ld "
+		"quarantined; %s\n", x.files, x.bytes,
+		(double)(now_ms() - t0) / 1000.0, r->bad_blobs, r->repaired,
+		x.stopped ? "stopped at the budget, the next run goes on from "
+			    "there" : "the pass is done");
+	if (x.stopped)
+		fprintf(out, "scrub: cursor %s\n", s->cursor);
+	return rc;
 }

@@ -51,4 +51,38 @@ int fsck_run(struct db *db, const char *data_dir, int repair, long grace,
 /* Returns 1 when r found nothing wrong. */
 int fsck_clean(const struct fsck_report *r);
 
+/* Returns 1 when r, a run with repair, repaired everything it found
+ * (nothing is left that it could not: no lost upload, a sound
+ * database). */
+int fsck_all_repaired(const struct fsck_report *r);
+
+/* Where the scrub is and what it did, all runs told (in the database). */
+struct fsck_scrub_state {
+	char cursor[200];      /* "ab/cd/NAME": the last file looked at; ""
+	                          for a pass to start */
+	long long blobs;       /* files looked at */
+	long long bytes;       /* bytes read */
+	long long quarantined; /* bad blobs moved to DATA/quarantine/ */
+	long long passes;      /* passes over the whole store finished */
+	long long last_run;    /* unix time of the last run's end; 0: never */
+};
+
+/* Reads the scrub's state into s (zero when it never ran). Returns 0 or
+ * EIO. */
+int fsck_scrub_read(struct db *db, struct fsck_scrub_state *s);
+
+/* Scrubs a slice of the store: goes on from the last run's cursor, in
+ * the order of the blobs' names, hashing each blob (and inflating each
+ * page's gzip'd copy) until budget_s seconds or max_bytes bytes are spent
+ * (0: no limit; at least one file is looked at), and moves each bad blob
+ * to DATA/quarantine/ with its inventory row dropped, so that the next
+ * request for it fetches it again (a bad gzip'd copy is deleted: it is
+ * made again). At the end of the store the pass is done and the next run
+ * starts over. One line per finding to out, then a summary; s is the
+ * state saved (cursor and counts). Returns 0 when the scrub ran (r says
+ * what it found), or an errno. */
+int fsck_scrub(struct db *db, const char *data_dir, long budget_s,
+	       long long max_bytes, FILE *out, struct fsck_report *r,
+	       struct fsck_scrub_state *s);
+
 #endif

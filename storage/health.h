@@ -19,7 +19,16 @@ int health_down(struct db *db, const char *url, char *reason, size_t len);
 void health_failed(struct db *db, const char *url, long ttl,
 		   const char *reason);
 
-/* The host of url answered: forgets a failure remembered for it. */
+/* The host of url answered: forgets a failure remembered for it, and
+ * notes the answer (to the minute) for the status page. */
 void health_ok(struct db *db, const char *url);
+
+/* How often health_ok() notes a host's answer again, in seconds. */
+#define HEALTH_SEEN_EVERY 60
+
+/* What was last seen of the host of url: its last answer and failure,
+ * whether the last attempt failed (a failure is noted whatever error_ttl
+ * says). Returns 0, ENOENT (nothing yet), EINVAL or EIO. */
+int health_seen(struct db *db, const char *url, struct db_seen *seen);
 
 #endif

@@ -118,11 +118,27 @@ def test_deb_installs_a_working_service(installed, tmp_path, wheel_dir, new_venv
               UNITS + "/larder.service", UNITS + "/larder.socket"):
         assert os.path.exists(f), f
     assert os.path.islink("/etc/systemd/system/sockets.target.wants/larder.socket")
+    # the scrub: its timer enabled, the service it starts shipped
+    for f in ("larder-scrub.service", "larder-scrub.timer"):
+        assert os.path.exists(UNITS + "/" + f), f
+    assert os.path.islink("/etc/systemd/system/timers.target.wants/larder-scrub.timer")
+    with open(UNITS + "/larder-scrub.service") as f:
+        assert "ExecStart=/usr/sbin/larder fsck -c /etc/larder/larder.conf --scrub" in f.read()
     if shutil.which("man"):
         assert "larder.conf" in run(["man", "-P", "cat", "5", "larder.conf"]).stdout
     # as shipped, the config is good (the sample, on the defaults)
     r = run(["/usr/sbin/larder", "config", "check"])
     assert "/etc/larder/larder.conf" in r.stdout
+    # and it reads the files of /etc/larder/conf.d/, which is shipped
+    assert os.path.isdir("/etc/larder/conf.d")
+    drop = "/etc/larder/conf.d/50-test.conf"
+    with open(drop, "w") as f:
+        f.write('[index "team/private"]\ntype = hosted\n')
+    try:
+        r = run(["/usr/sbin/larder", "config", "check"])
+        assert '[index "team/private"]' in r.stdout, r.stdout
+    finally:
+        os.unlink(drop)
 
     # the stand-in upstream, and the config pointed at it
     upstream = stackmod.Standin(wheel_dir, str(tmp_path / "standin"))

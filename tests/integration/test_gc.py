@@ -252,8 +252,12 @@ def test_dry_run_changes_nothing(stack, dists):
 
 
 def test_bad_arguments(stack):
-    rc, out = larder_gc(stack.larder, "--max-size", "lots")
-    assert rc == 2 and 'max_size = "lots": expected a size in bytes' in out, out
+    # the option and its value, no line number of a file nobody wrote
+    for bad in ("lots", "10XB"):
+        rc, out = larder_gc(stack.larder, "--max-size", bad)
+        assert rc == 2, out
+        assert out == ('larder gc: --max-size "%s": expected a size in bytes '
+                       '(65536, 512k, 64M, 1G)\n' % bad), out
     rc, out = larder_gc(stack.larder, "--frobnicate")
     assert rc == 2 and "usage:" in out, out
 

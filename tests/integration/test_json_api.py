@@ -312,6 +312,9 @@ def test_landing_pages(hosted):
         page = parse_html(api(st, "/%s/" % n))
         url = "%s/%s/simple/" % (st.base, n)
         assert "index-url = " + url in page.body
+        # the template's mark is not the URL in PIP_INDEX_URL
+        assert "(or PIP_INDEX_URL=%s)" % url in page.body
+        assert "(or UV_DEFAULT_INDEX=%s)" % url in page.body
         assert 'url = "%s"' % url in page.body
         assert "pdm config pypi.url " + url in page.body
         assert "poetry source add --priority=primary larder " + url in page.body
@@ -375,3 +378,27 @@ def test_cooldown_holds_back_here_too(stack):
     assert d["releases"].get("1.1", []) == []
     r = api(stack, "/root/pypi/pypi/larder-demo-a/1.1/json")
     assert r.status == 404 or r.json()["urls"] == [], r
+
+
+REGISTRY_CONF = """
+[registry "hub"]
+upstream = http://127.0.0.1:9/
+default = yes
+"""
+
+
+@pytest.mark.stack(larder_extra={"trust_forwarded": "yes"},
+                   larder_extra_text=REGISTRY_CONF)
+def test_landing_registry_snippets_fit_the_scheme(stack):
+    """The skopeo and docker lines on / work as shown: over plain http
+    they say --src-tls-verify=false and list the host among docker's
+    insecure-registries; over https they say neither."""
+    host = stack.base.split("://", 1)[1]
+    page = api(stack, "/").body.decode()
+    assert "skopeo copy --src-tls-verify=false docker://%s/hub/library/alpine:latest" % host in page
+    assert "&quot;insecure-registries&quot;: [&quot;%s&quot;]" % host in page
+    assert "&quot;registry-mirrors&quot;: [&quot;%s&quot;]" % stack.base in page
+    page = api(stack, "/", headers={"X-Forwarded-Proto": "https"}).body.decode()
+    assert "skopeo copy docker://%s/hub/library/alpine:latest" % host in page
+    assert "tls-verify" not in page and "insecure-registries" not in page
+    assert "&quot;registry-mirrors&quot;: [&quot;https://%s&quot;]" % host in page

@@ -398,6 +398,43 @@ def test_status_page(stack, dists):
     assert st.larder.find_log("GET", "/+status", 200)
 
 
+def upstream_row(html, what="index pypi"):
+    m = re.search(r"<tr><td>%s</td>.*?</tr>" % re.escape(what), html)
+    assert m, html
+    return m.group(0)
+
+
+@pytest.mark.stack(cache_ttl=1, larder_extra={"error_ttl": 1})
+def test_status_page_shows_a_dead_upstream_after_error_ttl(stack):
+    """The upstreams table says what the last attempt did, with the last
+    answer and the last failure, not the breaker's memory: an upstream
+    still down after error_ttl is not "ok" while pages are served stale."""
+    st = stack
+    row = upstream_row(st.get("/+status").body.decode())
+    assert "not asked yet" in row and row.count(">never<") == 2, row
+    assert page(st, "larder-demo-a").status == 200
+    row = upstream_row(st.get("/+status").body.decode())
+    assert 'class="ok">ok<' in row, row
+    assert re.search(r"<td>\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ \(\d+ s ago\)</td><td>never</td></tr>", row), row
+    st.standin.kill()
+    time.sleep(1.2)
+    r = page(st, "larder-demo-a")
+    assert r.status == 200 and r.header("X-Larder-Cache") == "STALE", r
+    row = upstream_row(st.get("/+status").body.decode())
+    assert "failing: " in row, row
+    time.sleep(1.5)   # error_ttl passes; the upstream is still down
+    row = upstream_row(st.get("/+status").body.decode())
+    assert ">ok<" not in row, row
+    assert 'class="bad">last attempt failed: ' in row, row
+    assert row.count(">never<") == 0, row
+    # back: the next answer says so
+    st.standin.start()
+    time.sleep(1.2)
+    assert page(st, "larder-demo-a").status == 200
+    row = upstream_row(st.get("/+status").body.decode())
+    assert 'class="ok">ok<' in row and row.count(">never<") == 0, row
+
+
 # ---------------------------------------------------------------- the log
 
 def test_log_file_reopened_on_sigusr1(tmp_path, wheel_dir):

@@ -21,7 +21,7 @@ from stack import PIP_ACCEPT, http
 
 # team/pypi needs a token to read; other/pypi is a sibling over the same
 # cache (a token for it is not one for team/pypi); root/pypi stays
-# anonymous.
+# anonymous; team/private is hosted, read by token.
 EXTRA = """
 [index "team/pypi"]
 type = virtual
@@ -31,6 +31,10 @@ read = token
 [index "other/pypi"]
 type = virtual
 layers = pypi
+
+[index "team/private"]
+type = hosted
+read = token
 """
 
 TOKEN_RE = re.compile(r"^lt_([0-9a-f]{16})_[0-9a-f]{64}$")
@@ -78,7 +82,7 @@ def upstream_requests(stack):
 
 def test_token_commands(stack):
     conf = stack.larder.conf
-    tok, tid = new_token(conf, "--index", "team/pypi", "--actions", "read,upload",
+    tok, tid = new_token(conf, "--index", "team/pypi", "--actions", "read",
                          "--projects", "Corp_*", "internal-?", "--projects", "x",
                          "--expires", "90d", "--note", "ci runner")
     tok2, tid2 = new_token(conf, "--index", "pypi", "--actions", "read")
@@ -86,9 +90,12 @@ def test_token_commands(stack):
     rc, out, err = larder_token(conf, "list")
     assert rc == 0, err
     rows = [l.split("\t") for l in out.splitlines()]
+    # a header row names the columns, the two dates above all
+    assert rows.pop(0) == ["ID", "INDEX", "ACTIONS", "PROJECTS", "CREATED",
+                           "EXPIRES", "STATE", "NOTE"], out
     assert [r[0] for r in rows] == [tid, tid2]
     first = rows[0]
-    assert first[1:4] == ["team/pypi", "upload,read", "corp-* internal-? x"]
+    assert first[1:4] == ["team/pypi", "read", "corp-* internal-? x"]
     assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", first[4])
     assert first[5] != "never" and first[6:] == ["active", "ci runner"]
     assert rows[1][3] == "*" and rows[1][5] == "never" and rows[1][6] == "active"
@@ -100,7 +107,7 @@ def test_token_commands(stack):
     rc, out, err = larder_token(conf, "revoke", tid2)
     assert rc == 0, err
     rc, out, err = larder_token(conf, "list")
-    assert out.splitlines()[1].split("\t")[6] == "revoked"
+    assert out.splitlines()[2].split("\t")[6] == "revoked"
     rc, out, err = larder_token(conf, "revoke", "0000000000000000")
     assert rc == 1 and "no token 0000000000000000" in err
 
@@ -109,7 +116,12 @@ def test_token_commands(stack):
             (["--index", "pypi", "--actions", "read,publish"], 'unknown action "publish"'),
             (["--index", "pypi", "--actions", "read", "--expires", "3w"], "expected a duration"),
             (["--index", "pypi", "--actions", "read", "--projects", "a/b"], "project glob"),
-            (["--index", "pypi"], "required")]:
+            (["--index", "pypi"], "required"),
+            # a cache, and a virtual index over caches only, take no
+            # uploads: a token to change them would only ever get 405s
+            (["--index", "pypi", "--actions", "upload"], "takes no uploads"),
+            (["--index", "team/pypi", "--actions", "read,yank"], "takes no uploads"),
+            (["--index", "pypi", "--actions", "delete"], "takes no uploads")]:
         rc, out, err = larder_token(conf, "add", *args)
         assert rc == 2 and why in err and out == "", (args, err)
 
@@ -145,8 +157,9 @@ def test_read_token_refusals(stack):
     assert r.status == 401 and b"token expired" in r.body
     assert larder_token(conf, "list")[1].count("\texpired\t") == 1
 
-    upload_only, _ = new_token(conf, "--index", "team/pypi", "--actions", "upload,yank")
-    r = get(stack.base, PAGE, basic(upload_only))
+    # (a token to upload is made for an index that takes uploads)
+    upload_only, _ = new_token(conf, "--index", "team/private", "--actions", "upload,yank")
+    r = get(stack.base, "/team/private/simple/larder-demo-a/", basic(upload_only))
     assert r.status == 403 and b"lacks the read action" in r.body
 
     other, _ = new_token(conf, "--index", "other/pypi", "--actions", "read")

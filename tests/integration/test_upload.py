@@ -935,8 +935,10 @@ def test_credentials(stack, dist):
     cases.append(("expired", expired, 401, "token expired"))
 
     failures = []
+    bodies = {}
     for what, tok, status, reason in cases:
         r = up.upload(stack.base, "root/private", whl, tok)
+        bodies[what] = r.body
         if r.status != status:
             failures.append("%s: %r %r" % (what, r, r.body[:200]))
             continue
@@ -946,6 +948,20 @@ def test_credentials(stack, dist):
                 failures.append("%s: WWW-Authenticate %r" % (what, www))
         if reason and reason not in r.body.decode(errors="replace"):
             failures.append("%s: reason %r, not %r" % (what, r.body[:200], reason))
+    # an unknown id and a known id with a wrong secret read the same, so a
+    # guesser learns nothing of which ids exist (docs/hosting.md)
+    if bodies["unknown token"] != bodies["right id, wrong secret"]:
+        failures.append("unknown id %r, wrong secret %r" % (
+            bodies["unknown token"], bodies["right id, wrong secret"]))
+    # the token before the body: a POST that is not multipart at all,
+    # without credentials or with bad ones, is a 401 too (docs/hosting.md)
+    for what, h in (("no credentials, not multipart", {}),
+                    ("unknown token, not multipart",
+                     up.basic("lt_%s_%s" % ("0" * 16, "1" * 64)))):
+        h = dict(h, **{"Content-Type": "application/json"})
+        r = http("%s/root/private/" % stack.base, method="POST", headers=h, body=b"{}")
+        if r.status != 401 or r.header("WWW-Authenticate", "") != 'Basic realm="larder"':
+            failures.append("%s: %r %r" % (what, r, r.body[:200]))
     assert not failures, "\n".join(failures)
     assert up.hosted_rows(stack.data_dir) == []
 
@@ -978,7 +994,8 @@ def test_credentials(stack, dist):
 
 def test_upload_to_a_cache_index_is_a_405(stack, dist):
     whl = up.build_wheel(dist, APP, "1.0")
-    tok = up.token_add(stack.larder, "pypi", "upload")
+    # a token for it cannot be made (test_token.py): one for a hosted index
+    tok = up.token_add(stack.larder, "root/private", "upload")
     r = up.upload(stack.base, "pypi", whl, tok)
     assert r.status == 405, (r, r.body)
     up.one_line_reason(r)

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "common/buf.h"
 #include "common/conf.h"
 #include "tests/unit/t.h"
@@ -2076,8 +2078,13 @@ T(sample_config)
 	CHECK(text != NULL);
 	if (!text)
 		return;
-	CHECK_INT(parse(&c, text), 0);
+	/* read as larder reads it: its include of conf.d/ finds nothing */
+	CHECK_INT(conf_load(&c, SRCDIR "/conf/larder.conf", errbuf,
+	                    sizeof(errbuf)), 0);
 	CHECK_STR(errbuf, "");
+	CHECK_CONTAINS(text, "\ninclude = conf.d/*.conf\n");
+	free(c.source); /* the dump names its source */
+	c.source = NULL;
 	/* as shipped it is exactly the defaults */
 	CHECK_INT(conf_defaults(&def), 0);
 	CHECK_STR(dump(&c, &got), dump(&def, &want));
@@ -2126,6 +2133,8 @@ T(sample_config)
 		if (!strncmp(line, "# trusted_hosts = files.pythonhosted.org\n",
 		             41))
 			uncomment = 1;
+		if (!strncmp(line, "include = ", 10))
+			continue; /* text, not a file: it includes nothing */
 		buf_add(&on, line + (uncomment ? 2 : 0),
 		        n - (uncomment ? 2 : 0));
 		buf_adds(&on, "\n");
@@ -2315,9 +2324,104 @@ T(cooldown_key_errors)
 	               "unknown key \"min_release_age\" in [registry \"r\"]");
 }
 
+/* Writes text to dir/name. Returns 0 or -1. */
+static int put(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	rc = fputs(text, f) < 0 ? -1 : 0;
+	return fclose(f) ? -1 : rc;
+}
+
+T(include_directive)
+{
+	char dir[] = "/tmp/test_conf_inc.XXXXXX", main_conf[PATH_MAX];
+	char sub[PATH_MAX], cmd[PATH_MAX + 16], want[PATH_MAX + 200];
+	struct conf c;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(sub, sizeof(sub), "%s/conf.d", dir);
+	CHECK_INT(mkdir(sub, 0755), 0);
+	snprintf(main_conf, sizeof(main_conf), "%s/larder.conf", dir);
+	/* the include in [larder]: cache_ttl after it is [larder]'s again;
+	 * the files in sorted order, each with its own sections */
+	CHECK_INT(put(dir, "larder.conf",
+	              "[larder]\nmax_stale = 1h\ninclude = conf.d/*.conf\n"
+	              "cache_ttl = 2m\n[index \"pypi\"]\ntype = cache\n"
+	              "upstream = https://up/\n"), 0);
+	CHECK_INT(put(sub, "20-b.conf",
+	              "[index \"b\"]\ntype = virtual\nlayers = a pypi\n"), 0);
+	CHECK_INT(put(sub, "10-a.conf", "[index \"a\"]\ntype = hosted\n"), 0);
+	CHECK_INT(put(sub, "notes.txt", "not a config\n"), 0);
+	CHECK_INT(conf_load(&c, main_conf, errbuf, sizeof(errbuf)), 0);
+	if (!errbuf[0]) {
+		CHECK_INT(c.cache_ttl, 120);
+		CHECK_INT(c.max_stale, 3600);
+		CHECK_INT(c.nindex, 3);
+		CHECK_STR(c.index[0].name, "a");
+		CHECK_STR(c.index[1].name, "b");
+		CHECK_STR(c.index[2].name, "pypi");
+		conf_free(&c);
+	}
+
+	/* an error in an included file names it and its line */
+	CHECK_INT(put(sub, "30-c.conf", "[larder]\ncache_ttl = soon\n"), 0);
+	CHECK_INT(conf_load(&c, main_conf, errbuf, sizeof(errbuf)), EINVAL);
+	snprintf(want, sizeof(want), "%s/30-c.conf:2: cache_ttl = \"soon\"",
+	         sub);
+	CHECK_CONTAINS(errbuf, want);
+	/* a key given in the main file and an included one */
+	CHECK_INT(put(sub, "30-c.conf", "[index \"pypi\"]\n"), 0);
+	CHECK_INT(conf_load(&c, main_conf, errbuf, sizeof(errbuf)), EINVAL);
+	snprintf(want, sizeof(want), "larder.conf:5: duplicate section "
+	         "[index \"pypi\"] (first at %s/30-c.conf:1)", sub);
+	CHECK_CONTAINS(errbuf, want);
+	snprintf(cmd, sizeof(cmd), "%s/30-c.conf", sub);
+	unlink(cmd);
+
+	/* an empty conf.d is fine; a missing plain file is not */
+	snprintf(cmd, sizeof(cmd), "%s/10-a.conf", sub);
+	unlink(cmd);
+	snprintf(cmd, sizeof(cmd), "%s/20-b.conf", sub);
+	unlink(cmd);
+	CHECK_INT(conf_load(&c, main_conf, errbuf, sizeof(errbuf)), 0);
+	if (!errbuf[0])
+		conf_free(&c);
+	snprintf(cmd, sizeof(cmd), "%s/notes.txt", sub);
+	unlink(cmd);
+	CHECK_INT(rmdir(sub), 0);
+	CHECK_INT(conf_load(&c, main_conf, errbuf, sizeof(errbuf)), 0);
+	if (!errbuf[0])
+		conf_free(&c);
+	CHECK_INT(put(dir, "larder.conf", "include = nothere.conf\n"), 0);
+	CHECK_INT(conf_load(&c, main_conf, errbuf, sizeof(errbuf)), EINVAL);
+	CHECK_CONTAINS(errbuf, "larder.conf:1: include = \"nothere.conf\": ");
+	CHECK_CONTAINS(errbuf, "No such file");
+	/* a file that includes itself stops, with a reason */
+	CHECK_INT(put(dir, "larder.conf", "include = larder.conf\n"), 0);
+	CHECK_INT(conf_load(&c, main_conf, errbuf, sizeof(errbuf)), EINVAL);
+	CHECK_CONTAINS(errbuf, "nested deeper than 8");
+	/* text not read from a file includes nothing */
+	CHECK_INT(conf_defaults(&c), 0);
+	CHECK_INT(conf_parse(&c, "-", "include = /etc/x.conf\n", 22, errbuf,
+	                     sizeof(errbuf)), EINVAL);
+	CHECK_CONTAINS(errbuf, "only a config file read from disk");
+	conf_free(&c);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_INT(system(cmd), 0);
+}
+
 int main(void)
 {
 	RUN(defaults);
+	RUN(include_directive);
 	RUN(empty_text_keeps_defaults);
 	RUN(cooldown_keys);
 	RUN(cooldown_key_errors);
