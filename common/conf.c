@@ -14,6 +14,7 @@
 #include "common/conf.h"
 #include "common/conf_keys.h"
 #include "common/log.h"
+#include "common/url.h"
 
 #ifndef SYSCONFDIR
 #define SYSCONFDIR "/etc"
@@ -77,6 +78,7 @@ static void shown(const char *s, int quoted, char *out, size_t outlen)
 /* Writes "NAME:LINE: message" to the error buffer; returns EINVAL. */
 int conf_fail(struct conf_parser *p, unsigned line, const char *fmt, ...)
 {
+	char msg[2048];
 	va_list ap;
 	size_t n;
 	int k;
@@ -87,8 +89,11 @@ int conf_fail(struct conf_parser *p, unsigned line, const char *fmt, ...)
 	n = k < 0 ? 0 : (size_t)k;
 	if (n < p->errlen) {
 		va_start(ap, fmt);
-		vsnprintf(p->err + n, p->errlen - n, fmt, ap);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
 		va_end(ap);
+		/* a value quoted back may be an upstream URL: never its
+		 * credentials */
+		url_redact(msg, p->err + n, p->errlen - n);
 	}
 	return EINVAL;
 }

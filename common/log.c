@@ -9,12 +9,13 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/url.h"
 
 /* One write(2) per line, so lines from many workers never interleave. */
 __attribute__((format(printf, 4, 0))) static void emit(const char *level, int err, const char *key,
 		 const char *fmt, va_list ap)
 {
-	char line[2048];
+	char line[2048], shown[2048], msg[2048];
 	size_t n;
 	int saved = errno;
 	int k;
@@ -26,20 +27,28 @@ __attribute__((format(printf, 4, 0))) static void emit(const char *level, int er
 	clock_gettime(CLOCK_REALTIME, &now);
 	if (gmtime_r(&now.tv_sec, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	k = snprintf(line, sizeof(line), "%s.%03ldZ larder[%ld]: %s%s%s%s",
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	/* a message that starts with its key (a fetch's reason starts with
+	 * the URL) does not say it twice */
+	if (key && !strncmp(msg, key, strlen(key)) && msg[strlen(key)] == ':')
+		key = NULL;
+	k = snprintf(line, sizeof(line), "%s.%03ldZ larder[%ld]: %s%s%s%s%s",
 		     when, now.tv_nsec / 1000000, (long)getpid(),
 		     level ? level : "", level ? ": " : "", key ? key : "",
-		     key ? ": " : "");
+		     key ? ": " : "", msg);
 	n = k < 0 ? 0 : (size_t)k;
-	if (n < sizeof(line)) {
-		k = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-		n += k < 0 ? 0 : (size_t)k;
-	}
 	if (err && n < sizeof(line)) {
 		k = snprintf(line + n, sizeof(line) - n, ": %s (%d)",
 			     strerror(err), err);
 		n += k < 0 ? 0 : (size_t)k;
 	}
+	/* a key or message naming an upstream URL: never its credentials */
+	if (n > sizeof(line) - 1)
+		n = sizeof(line) - 1;
+	line[n] = '\0';
+	url_redact(line, shown, sizeof(shown));
+	memcpy(line, shown, strlen(shown) + 1);
+	n = strlen(line);
 	if (n > sizeof(line) - 2)
 		n = sizeof(line) - 2;
 	for (size_t i = 0; i < n; i++)
