@@ -375,6 +375,8 @@ failed:
 	remember_failure(w, key, rc, err);
 	if (fetch_unwell(rc))
 		health_failed(w->db, q->url, w->conf->error_ttl, err);
+	else /* an answer, even an error: the host is up */
+		health_ok(w->db, q->url);
 	buf_free(&f.body);
 	if (have && stale_ok(reg, row, now)) {
 		*cache = "STALE";

@@ -319,6 +319,8 @@ static int refresh(struct worker *w, const struct conf_index *ix,
 	if (rc) {
 		if (fetch_unwell(rc))
 			health_failed(w->db, url, c->error_ttl, err);
+		else /* an answer, even an error: the host is up */
+			health_ok(w->db, url);
 		goto failed;
 	}
 	health_ok(w->db, url);

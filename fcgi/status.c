@@ -332,6 +332,15 @@ static void top_table(struct buf *b, const char *title,
 	         (unsigned long long)total);
 }
 
+/* Appends text, a URL or a reason naming one, with its secrets masked
+ * (url_redact) and escaped for HTML. */
+static void add_html_shown(struct buf *b, const char *text)
+{
+	char shown[2048];
+
+	buf_add_html(b, url_redact(text, shown, sizeof(shown)));
+}
+
 /* One row of the upstreams table. */
 static void upstream_row(struct worker *w, struct buf *b, const char *what,
                          const char *url)
@@ -343,10 +352,10 @@ static void upstream_row(struct worker *w, struct buf *b, const char *what,
 	buf_adds(b, "<tr><td>");
 	buf_add_html(b, what);
 	buf_adds(b, "</td><td>");
-	buf_add_html(b, origin);
-	if (health_down(w->db, url, why, sizeof(why))) {
+	add_html_shown(b, origin);
+	if (health_state(w->db, url, why, sizeof(why))) {
 		buf_adds(b, "</td><td class=\"bad\">failing: ");
-		buf_add_html(b, why);
+		add_html_shown(b, why);
 	} else {
 		buf_adds(b, "</td><td class=\"ok\">ok");
 	}
@@ -369,9 +378,9 @@ static int failing_row(const char *host, long long until, const char *why,
 	buf_adds(x->b, x->n++ ? "<li>"
 	                      : "<p>Hosts remembered as failing:</p>"
 	                        "<ul><li>");
-	buf_add_html(x->b, host);
+	add_html_shown(x->b, host);
 	buf_addf(x->b, " (%lld s more): ", left);
-	buf_add_html(x->b, why);
+	add_html_shown(x->b, why);
 	buf_adds(x->b, "</li>\n");
 	return 0;
 }

@@ -124,7 +124,7 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 				sha256, err, errlen);
 		if (rc && fetch_unwell(rc))
 			health_failed(db, want->url, want->error_ttl, err);
-		else if (!rc)
+		else /* an answer, even an error: the host is up */
 			health_ok(db, want->url);
 	}
 	if (!rc)
