@@ -85,7 +85,7 @@ int blob_tmp(const char *data_dir, char *path, size_t pathlen, int *fd)
 	if ((size_t)snprintf(path, pathlen, "%s/tmp/%ld.%016llx.part",
 			     data_dir, (long)getpid(), r) >= pathlen)
 		return ENAMETOOLONG;
-	*fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	*fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
 	if (*fd < 0) {
 		log_error(errno, path, "create temp file");
 		return errno;
