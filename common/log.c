@@ -15,7 +15,7 @@
 __attribute__((format(printf, 4, 0))) static void emit(const char *level, int err, const char *key,
 		 const char *fmt, va_list ap)
 {
-	char line[2048], shown[2048], msg[2048];
+	char line[2048], shown[2048], msg[2048], key_shown[2048] = "";
 	size_t n;
 	int saved = errno;
 	int k;
@@ -29,8 +29,12 @@ __attribute__((format(printf, 4, 0))) static void emit(const char *level, int er
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	/* a message that starts with its key (a fetch's reason starts with
-	 * the URL) does not say it twice */
-	if (key && !strncmp(msg, key, strlen(key)) && msg[strlen(key)] == ':')
+	 * the URL, its secrets masked) does not say it twice */
+	if (key)
+		url_redact(key, key_shown, sizeof(key_shown));
+	if (key && ((!strncmp(msg, key, strlen(key)) && msg[strlen(key)] == ':') ||
+		    (!strncmp(msg, key_shown, strlen(key_shown)) &&
+		     msg[strlen(key_shown)] == ':')))
 		key = NULL;
 	k = snprintf(line, sizeof(line), "%s.%03ldZ larder[%ld]: %s%s%s%s%s",
 		     when, now.tv_nsec / 1000000, (long)getpid(),

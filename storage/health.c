@@ -94,7 +94,8 @@ int health_state(struct db *db, const char *url, char *reason, size_t len)
 	return 1;
 }
 
-int health_down(struct db *db, const char *url, char *reason, size_t len)
+int health_down(struct db *db, const char *url, long ttl, char *reason,
+		size_t len)
 {
 	char key[512], why[1024], shown[2048];
 	long long until, now = time(NULL);
@@ -103,7 +104,8 @@ int health_down(struct db *db, const char *url, char *reason, size_t len)
 	if (url_origin(url, key, sizeof(key)) ||
 	    db_upstream_get(db, key, &until, why, sizeof(why)) || until <= now)
 		return 0;
-	if (probe_begin(db, key))
+	/* failed at until - ttl: tried again once that is PROBE_AFTER old */
+	if (now >= until - ttl + HEALTH_PROBE_AFTER && probe_begin(db, key))
 		return 0; /* this request tries the host again */
 	snprintf(reason, len, "%s: %s (failing: remembered for %lld s more)",
 		 url_redact(url, shown, sizeof(shown)), without_url(why),

@@ -3,8 +3,9 @@
  * instead of each waiting out the timeouts and retries again. Shared by
  * every process through the database; a healthy fetch costs one read.
  *
- * While a host is remembered, one request at a time (over every process)
- * tries it all the same: the probe, a lock on the host's byte of
+ * While a host is remembered, from HEALTH_PROBE_AFTER seconds after it
+ * failed, one request at a time (over every process) tries it all the
+ * same: the probe, a lock on the host's byte of
  * DATA/probe.lock that goes with its process. The probe's outcome ends it
  * (health_ok() forgets the failure, health_failed() remembers it anew),
  * and so does the process's next health_down(), so a request that ends
@@ -16,13 +17,20 @@
 
 #include "storage/db.h"
 
+/* Seconds after a host failed before a request may try it again: every
+ * other request fails fast meanwhile, also when the host does not answer
+ * at all and a probe waits out the timeouts. */
+#define HEALTH_PROBE_AFTER 2
+
 /* Returns 1 when the host of url is remembered as failing and another
  * request is trying it: reason is then "URL: what failed (failing:
  * remembered for N s more)", naming url (its secrets masked, url_redact).
  * Returns 0 when the host is not remembered as failing, or when this
  * request is to try it (the probe: it fetches, and health_ok() or
- * health_failed() says how that went). */
-int health_down(struct db *db, const char *url, char *reason, size_t len);
+ * health_failed() says how that went). ttl is the error_ttl the failure
+ * was remembered for. */
+int health_down(struct db *db, const char *url, long ttl, char *reason,
+		size_t len);
 
 /* For the status page: returns 1 when the host of url is remembered as
  * failing (reason: what failed, and for how long more), else 0. Takes no
