@@ -171,7 +171,7 @@ def test_credentials_never_shown(corp, tmp_path):
     assert r.status in (502, 504), r
     assert_no_secret("the registry's remembered error", r.body)
 
-    for path in ("/+status", "/+stats", "/metrics"):
+    for path in ("/+status", "/+stats", "/metrics", "/", "/+api", "/corp/"):
         r = st.get(path)
         assert r.status == 200, (path, r)
         assert_no_secret(path, r.body)
