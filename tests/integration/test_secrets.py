@@ -295,41 +295,44 @@ def test_one_probe_at_a_time(corp):
 # ================================================================ 4. file modes
 
 def test_file_modes(stack):
-    """Item 4: the database, its -wal and -shm (registry tokens) are 0600;
-    no temp file, nothing in the data directory is world-readable but what
-    was always public; blobs are readable by larder's group (the web server
-    reads them for X-Accel-Redirect)."""
-    page = "/root/pypi/simple/larder-demo-a/"
-    r = stack.get(page, accept=PIP_ACCEPT)
-    assert r.status == 200, r
-    href = r.json()["files"][0]["url"]
-    url = urljoin(stack.base + page, href)
-    r = stackmod.http(url.split("#")[0])
-    assert r.status == 200, r
+    """Item 4: the database, its -wal and -shm (registry tokens) are 0600
+    whatever the umask; a temp file (unverified bytes) is larder's alone;
+    blobs are 0644 less the umask, and under the shipped unit's UMask=0027
+    nothing larder makes is world-readable while blobs stay readable by
+    its group (the web server reads them for X-Accel-Redirect)."""
     data = stack.data_dir
-    seen = {}
-    for root, dirs, files in os.walk(data):
-        for f in files:
-            p = os.path.join(root, f)
-            seen[os.path.relpath(p, data)] = stat.S_IMODE(os.lstat(p).st_mode)
+
+    def download(project):
+        page = "/root/pypi/simple/%s/" % project
+        r = stack.get(page, accept=PIP_ACCEPT)
+        assert r.status == 200, r
+        href = r.json()["files"][0]["url"]
+        return urljoin(stack.base + page, href).split("#")[0]
+
+    def modes():
+        seen = {}
+        for root, dirs, files in os.walk(data):
+            for f in files + dirs:
+                p = os.path.join(root, f)
+                seen[os.path.relpath(p, data)] = stat.S_IMODE(os.lstat(p).st_mode)
+        return seen
+
+    # as the tests run larder (umask 0022)
+    assert stackmod.http(download("larder-demo-a")).status == 200
+    seen = modes()
     for f in ("larder.db", "larder.db-wal", "larder.db-shm"):
         assert seen.get(f) == 0o600, (f, oct(seen.get(f, 0)), seen)
-    blobs = {p: m for p, m in seen.items() if p.startswith("blobs/")}
-    assert blobs
-    for p, m in blobs.items():
-        assert m & stat.S_IRGRP, (p, oct(m))
-        assert not m & stat.S_IROTH, (p, oct(m))
+    blobs = {p: m for p, m in seen.items()
+             if p.startswith("blobs/") and os.path.isfile(os.path.join(data, p))}
+    assert blobs and all(m == 0o644 for m in blobs.values()), blobs
     for p, m in seen.items():
         assert not m & (stat.S_IWGRP | stat.S_IWOTH), (p, oct(m))
 
-    # a download in progress: its temp file is not world-readable
-    page = "/root/pypi/simple/larder-demo-c/"
-    href = stack.get(page, accept=PIP_ACCEPT).json()["files"][0]["url"]
-    stack.standin.control(faults=[{"match": href.split("#")[0].rsplit("/", 1)[-1],
+    # a download in progress: its temp file is larder's alone
+    url = download("larder-demo-c")
+    stack.standin.control(faults=[{"match": url.rsplit("/", 1)[-1],
                                    "kind": "stall_body", "seconds": 3}])
-    reader = threading.Thread(target=stackmod.http,
-                              args=(urljoin(stack.base + page, href).split("#")[0],),
-                              daemon=True)
+    reader = threading.Thread(target=stackmod.http, args=(url,), daemon=True)
     reader.start()
     tmpdir = os.path.join(data, "tmp")
     parts = []
@@ -340,12 +343,28 @@ def test_file_modes(stack):
     assert parts, os.listdir(tmpdir)
     for n in parts:
         m = stat.S_IMODE(os.stat(os.path.join(tmpdir, n)).st_mode)
-        assert not m & stat.S_IROTH, (n, oct(m))
+        assert m == 0o600, (n, oct(m))
     reader.join(60)
-    # an old store's world-readable database is made private on start
+    stack.standin.control(faults=[])
+
+    # an old store's world-readable database is made private on start,
+    # and under the unit's umask nothing is world-readable
     stack.larder.stop()
-    os.chmod(os.path.join(data, "larder.db"), 0o644)
-    stack.larder.start()
-    r = stack.get("/root/pypi/simple/larder-demo-b/", accept=PIP_ACCEPT)
-    assert r.status == 200
-    assert stat.S_IMODE(os.stat(os.path.join(data, "larder.db")).st_mode) == 0o600
+    for f in ("larder.db", "larder.db-wal", "larder.db-shm"):
+        if os.path.exists(os.path.join(data, f)):
+            os.chmod(os.path.join(data, f), 0o644)
+    old = os.umask(0o027)
+    try:
+        stack.larder.start()
+    finally:
+        os.umask(old)
+    before = set(modes())
+    assert stackmod.http(download("larder-demo-b")).status == 200
+    seen = modes()
+    assert seen["larder.db"] == 0o600, oct(seen["larder.db"])
+    new = {p: m for p, m in seen.items() if p not in before}
+    assert any(p.startswith("blobs/") for p in new), new
+    for p, m in new.items():
+        assert not m & stat.S_IRWXO, (p, oct(m))
+        if p.startswith("blobs/"):
+            assert m & stat.S_IRGRP, (p, oct(m))
