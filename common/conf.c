@@ -51,11 +51,16 @@ static int rest_is_comment(char *s)
 	return *s == '\0' || *s == '#' || *s == ';';
 }
 
-/* Writes s to out for a message: control characters as \xNN, quotes and
- * backslashes escaped when quoted, cut to MAX_SHOWN bytes with "...". */
+/* Writes s to out for a message: the secrets of a URL in it masked
+ * (url_redact, before it is cut: a cut password no longer looks like
+ * one), control characters as \xNN, quotes and backslashes escaped when
+ * quoted, cut to MAX_SHOWN bytes with "...". */
 static void shown(const char *s, int quoted, char *out, size_t outlen)
 {
+	char masked[MAX_LINE + 64];
 	size_t n = 0, i;
+
+	s = url_redact(s, masked, sizeof(masked));
 
 	for (i = 0; s[i] && n + 8 < outlen; i++) {
 		if (i == MAX_SHOWN) {

@@ -374,8 +374,12 @@ int fetch_follow_redirect(CURL *c, const struct fetch_opts *o, char *cur,
 	}
 	if (!o->trust_base ||
 	    !url_host_trusted(next, o->trust_base, o->trusted)) {
+		char shown[FETCH_URL_MAX];
+
+		/* masked before it is cut: a cut signature no longer looks
+		 * like one */
 		snprintf(err, errlen, "%s: refusing redirect to untrusted %.200s",
-			 cur, next);
+			 cur, url_redact(next, shown, sizeof(shown)));
 		return EPERM;
 	}
 	if (strlen(next) >= curlen) {

@@ -519,6 +519,21 @@ T(url_bad)
 		CHECK_CONTAINS(errbuf, "\": expected an absolute http:// or "
 		                       "https:// URL");
 	}
+	/* a message quoting an upstream never shows its password, even
+	 * one longer than the part of a value a message quotes */
+	CHECK_CONTAINS(fails("[index \"c\"]\ntype = cache\n"
+	                     "upstream = https://__token__:pypi-AgEIcHlwaS5vcmcCJ"
+	                     "DA4NjQ2ZTI4@h:99999/simple/\n"),
+	               "upstream = \"https://__token__:***@h:99999/simple/\"");
+	CHECK_INT(strstr(errbuf, "pypi-AgE") != NULL, 0);
+	CHECK_CONTAINS(fails("[index \"c\"]\ntype = cache\n"
+	                     "upstream = https://u:a-very-long-password-that-is-"
+	                     "cut-in-the-message-at-sixty-bytes@h/s/?x\n"),
+	               "https://u:***@h/s/?x");
+	CHECK_INT(strstr(errbuf, "a-very") != NULL, 0);
+	CHECK_CONTAINS(fails("[index \"c\"]\ntype = cache\n"
+	                     "upstream: https://u:pw@h/\n"), "u:***@h");
+	CHECK_INT(strstr(errbuf, "u:pw") != NULL, 0);
 	CHECK_STR(fails("[index \"c\"]\ntype = cache\n"
 	                "upstream = https://h/simple/?x=1\n"),
 	          "larder.conf:3: [index \"c\"]: upstream = "
