@@ -8,8 +8,9 @@
  * same: the probe, a lock on the host's byte of
  * DATA/probe.lock that goes with its process. The probe's outcome ends it
  * (health_ok() forgets the failure, health_failed() remembers it anew),
- * and so does the process's next health_down(), so a request that ends
- * without either holds it no longer than itself. */
+ * and so do the end of its request (health_release(), from dispatch) and
+ * the process's next health_down(): a request that ends without either
+ * holds it no longer than itself. */
 #ifndef LARDER_HEALTH_H
 #define LARDER_HEALTH_H
 
@@ -43,6 +44,10 @@ int health_state(struct db *db, const char *url, char *reason, size_t len);
  * URL it starts with. Ends this process's probe. */
 void health_failed(struct db *db, const char *url, long ttl,
 		   const char *reason);
+
+/* Ends this process's probe, if it holds one: its request is over,
+ * however it ended. */
+void health_release(void);
 
 /* The host of url answered (whatever it said: an error status or bad
  * bytes are about one thing, not the host): forgets a failure remembered
