@@ -16,6 +16,7 @@
 #include "common/conf.h"
 #include "common/conf_keys.h"
 #include "common/log.h"
+#include "common/url.h"
 
 #ifndef SYSCONFDIR
 #define SYSCONFDIR "/etc"
@@ -52,11 +53,16 @@ static int rest_is_comment(char *s)
 	return *s == '\0' || *s == '#' || *s == ';';
 }
 
-/* Writes s to out for a message: control characters as \xNN, quotes and
- * backslashes escaped when quoted, cut to MAX_SHOWN bytes with "...". */
+/* Writes s to out for a message: the secrets of a URL in it masked
+ * (url_redact, before it is cut: a cut password no longer looks like
+ * one), control characters as \xNN, quotes and backslashes escaped when
+ * quoted, cut to MAX_SHOWN bytes with "...". */
 static void shown(const char *s, int quoted, char *out, size_t outlen)
 {
+	char masked[MAX_LINE + 64];
 	size_t n = 0, i;
+
+	s = url_redact(s, masked, sizeof(masked));
 
 	for (i = 0; s[i] && n + 8 < outlen; i++) {
 		if (i == MAX_SHOWN) {
@@ -98,6 +104,7 @@ const char *conf_line_ref(const struct conf_parser *p, unsigned here,
 /* Writes "NAME:LINE: message" to the error buffer; returns EINVAL. */
 int conf_fail(struct conf_parser *p, unsigned line, const char *fmt, ...)
 {
+	char msg[2048];
 	va_list ap;
 	size_t n;
 	int k;
@@ -109,8 +116,11 @@ int conf_fail(struct conf_parser *p, unsigned line, const char *fmt, ...)
 	n = k < 0 ? 0 : (size_t)k;
 	if (n < p->errlen) {
 		va_start(ap, fmt);
-		vsnprintf(p->err + n, p->errlen - n, fmt, ap);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
 		va_end(ap);
+		/* a value quoted back may be an upstream URL: never its
+		 * credentials */
+		url_redact(msg, p->err + n, p->errlen - n);
 	}
 	return EINVAL;
 }

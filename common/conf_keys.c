@@ -170,7 +170,9 @@ const struct conf_key conf_keys[] = {
              "reached or does not answer. Meanwhile a stale page is served "
              "at once, a virtual index answers from its other layers, and "
              "a fetch from that host fails at once with the reason instead "
-             "of waiting on it again. 0 remembers nothing."},
+             "of waiting on it again, but for one request at a time that "
+             "tries it (from 2 s after it failed), so a host that is back "
+             "is used at once. 0 remembers nothing."},
     {LARDER(gc_grace), T_SECONDS, "60",
      .help = "How long a page rendering that a refresh replaced stays in "
              "the store before it is deleted, so that a reader just handed "

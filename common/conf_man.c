@@ -9,6 +9,10 @@
 #include "common/conf.h"
 #include "common/conf_keys.h"
 #include "common/isotime.h"
+#include "common/url.h"
+
+/* Room for a URL as conf_dump() shows it. */
+#define CONF_URL_SHOWN 4096
 
 #ifndef LOCALSTATEDIR
 #define LOCALSTATEDIR "/var"
@@ -85,6 +89,15 @@ static int dump_key(struct buf *out, const void *base, const struct conf_key *k)
 		if (*(const long *)f > 0)
 			isotime_format(*(const long *)f, t);
 		err = add_value(out, t);
+		break;
+	}
+	case T_URL: {
+		/* an upstream's password is not printed (it reads back as
+		 * "***": the dump is for reading, the file keeps the value) */
+		const char *u = *(char *const *)f ? *(char *const *)f : "";
+		char shown[CONF_URL_SHOWN];
+
+		err = add_value(out, url_redact(u, shown, sizeof(shown)));
 		break;
 	}
 	default:

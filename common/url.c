@@ -427,3 +427,117 @@ int url_host_trusted(const char *url, const char *base_url,
 	}
 	return 0;
 }
+
+/* Whether c ends a URL written in running text. */
+static int text_end(char c)
+{
+	return c == '\0' || (unsigned char)c <= ' ' || c == 0x7f ||
+	       strchr("\"'<>`\\", c) != NULL;
+}
+
+/* Whether the query parameter name[0..n) names a secret: its name holds
+ * one of these words, in any case (AWS's X-Amz-Signature, X-Amz-Credential
+ * and X-Amz-Security-Token, Azure's sig, GCS's X-Goog-Signature,
+ * CloudFront's Signature and Key-Pair-Id, a plain token= or api_key=). */
+static int secret_name(const char *name, size_t n)
+{
+	static const char *const words[] = {"sig", "token", "secret", "pass",
+					    "key", "auth", "credential"};
+
+	for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
+		size_t k = strlen(words[w]);
+
+		for (size_t i = 0; i + k <= n; i++)
+			if (!strncasecmp(name + i, words[w], k))
+				return 1;
+	}
+	return 0;
+}
+
+/* Appends s[0..n) to out (room for len with its NUL) at *at, as much as
+ * fits. */
+static void put(char *out, size_t len, size_t *at, const char *s, size_t n)
+{
+	if (*at + 1 >= len)
+		return;
+	if (n > len - 1 - *at)
+		n = len - 1 - *at;
+	memcpy(out + *at, s, n);
+	*at += n;
+	out[*at] = '\0';
+}
+
+/* Writes the authority of a URL that starts at s (after "://") to out,
+ * its userinfo masked. Returns the bytes of s it stood for. */
+static size_t redact_authority(const char *s, char *out, size_t len,
+			       size_t *at)
+{
+	size_t end = 0, user_end;
+	const char *userinfo_end = NULL;
+
+	while (!text_end(s[end]) && !strchr("/?#", s[end])) {
+		if (s[end] == '@')
+			userinfo_end = s + end;
+		end++;
+	}
+	if (!userinfo_end)
+		return 0; /* nothing to mask: copied as it comes */
+	user_end = strcspn(s, ":");
+	if (s + user_end < userinfo_end) {
+		put(out, len, at, s, user_end);
+		put(out, len, at, ":***@", 5);
+	} else {
+		put(out, len, at, "***@", 4); /* a lone token as the user */
+	}
+	return (size_t)(userinfo_end - s) + 1;
+}
+
+const char *url_redact(const char *text, char *out, size_t len)
+{
+	size_t at = 0, i = 0;
+	int in_url = 0, in_query = 0, in_frag = 0;
+
+	if (!len)
+		return out;
+	out[0] = '\0';
+	while (text[i]) {
+		if (!strncmp(text + i, "://", 3)) {
+			put(out, len, &at, "://", 3);
+			i += 3;
+			i += redact_authority(text + i, out, len, &at);
+			in_url = 1;
+			in_query = in_frag = 0;
+			continue;
+		}
+		if (in_url && text_end(text[i])) {
+			in_url = in_query = in_frag = 0;
+		} else if (in_url && text[i] == '#') {
+			in_query = 0;
+			in_frag = 1;
+		} else if (in_url && !in_frag && (text[i] == '?' ||
+				      (in_query && strchr("&;", text[i])))) {
+			size_t name = i + 1, n = 0;
+
+			in_query = 1;
+			while (!text_end(text[name + n]) &&
+			       !strchr("=&;#", text[name + n]) &&
+			       strncmp(text + name + n, "://", 3) != 0)
+				n++;
+			if (text[name + n] == '=' && secret_name(text + name, n)) {
+				size_t v = name + n + 1;
+
+				put(out, len, &at, text + i, n + 2);
+				put(out, len, &at, "***", 3);
+				/* to the next parameter, or a ": " after it */
+				while (!text_end(text[v]) && !strchr("&;#", text[v]) &&
+				       !(text[v] == ':' && text_end(text[v + 1])))
+					v++;
+				i = v;
+				continue;
+			}
+		}
+		put(out, len, &at, text + i, 1);
+		i++;
+	}
+	return out;
+}

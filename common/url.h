@@ -32,4 +32,20 @@ int url_origin(const char *url, char *out, size_t len);
 int url_host_trusted(const char *url, const char *base_url,
 		     const char *trusted);
 
+/* Copies text (a URL, or a line with URLs in it) to out, len bytes with
+ * its NUL, cut short when longer, with the secrets of every URL in it
+ * masked, for anywhere a URL becomes text (an error, a log line, a status
+ * page, a label, larder config check):
+ *  - userinfo: "scheme://user:password@host" becomes
+ *    "scheme://user:***@host"; a userinfo without a ':' (a token as the
+ *    user name, "https://TOKEN@host") becomes "***@";
+ *  - query: the value of each parameter whose name holds "sig", "token",
+ *    "secret", "pass", "key", "auth" or "credential", in any case (a
+ *    presigned URL's X-Amz-Signature, X-Amz-Credential, sig...), becomes
+ *    "***".
+ * Everything else is copied as it is. A URL starts at "://" and ends at a
+ * space, a control character, a quote, '<', '>', '`' or a backslash. Returns out.
+ * Never fails; out may not overlap text. */
+const char *url_redact(const char *text, char *out, size_t len);
+
 #endif

@@ -14,6 +14,7 @@
 #include "fcgi/pypi.h"
 #include "fcgi/status.h"
 #include "fcgi/upload.h"
+#include "storage/health.h"
 #include "storage/stats.h"
 
 static void redirect(struct worker *w, struct req *r, const char *location)
@@ -190,6 +191,7 @@ void dispatch(struct worker *w, struct req *r, int init_err)
 	} else {
 		route(w, r);
 	}
+	health_release(); /* a probe of a failing host ends with its request */
 	count(r);
 	req_log(r);
 }

@@ -226,7 +226,7 @@ static int fill_detached(struct pump *p, char *err, size_t errlen)
 			dup2(devnull, STDOUT_FILENO);
 		}
 		snprintf(log, sizeof(log), "%s/fetch.log", p->w->conf->data_dir);
-		lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 		if (lfd >= 0)
 			dup2(lfd, STDERR_FILENO);
 		/* the parent's database connection and curl handle are the

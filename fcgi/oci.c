@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/oci_manifest.h"
+#include "common/url.h"
 #include "common/oci_ref.h"
 #include "common/oci_tags.h"
 #include "fcgi/fetcher.h"
@@ -43,12 +44,15 @@ struct oci_ctx {
 static void fail(struct req *r, int status, const char *code,
                  const char *message)
 {
+	char shown[2048];
 	struct buf b;
 
 	if (r->started) {
 		req_abort(r);
 		return;
 	}
+	/* a message naming an upstream URL: never its credentials */
+	message = url_redact(message, shown, sizeof(shown));
 	buf_init(&b, 4096);
 	if (oci_error_body(&b, code, message)) {
 		buf_free(&b);

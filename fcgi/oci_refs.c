@@ -372,9 +372,15 @@ done:
 	return rc;
 failed:
 	log_warn(0, q->url, "%s", err);
-	remember_failure(w, key, rc, err);
+	/* a host that cannot be reached is remembered as such (health.c),
+	 * and tried again by one request at a time: not each of its tags
+	 * for error_ttl after it is back */
+	if (!fetch_unwell(rc))
+		remember_failure(w, key, rc, err);
 	if (fetch_unwell(rc))
 		health_failed(w->db, q->url, w->conf->error_ttl, err);
+	else /* an answer, even an error: the host is up */
+		health_ok(w->db, q->url);
 	buf_free(&f.body);
 	if (have && stale_ok(reg, row, now)) {
 		*cache = "STALE";
@@ -472,7 +478,8 @@ int oci_ref_get(struct worker *w, const struct conf_registry *reg,
 		}
 		rc = 0;
 		if (failed_recently(w, key, &rc, why, sizeof(why)) ||
-		    health_down(w->db, q->url, why, sizeof(why)) ||
+		    health_down(w->db, q->url, w->conf->error_ttl, why,
+		                sizeof(why)) ||
 		    (have && waited && stale_ok(reg, row, now))) {
 			if (have && stale_ok(reg, row, now)) {
 				*cache = "STALE";

@@ -273,7 +273,7 @@ static int fetch_token(struct worker *w, struct oci_up *u,
                        const struct oci_challenge *ch,
                        const struct fetch_opts *o, char *err, size_t errlen)
 {
-	char why[512] = "";
+	char why[512] = "", realm[1024];
 	struct fetch_page r;
 	struct oci_token t;
 	struct buf url;
@@ -281,6 +281,8 @@ static int fetch_token(struct worker *w, struct oci_up *u,
 	int rc;
 
 	memset(&r, 0, sizeof(r));
+	/* the realm as messages name it: masked before it is cut */
+	url_redact(ch->realm, realm, sizeof(realm));
 	buf_init(&url, 8192);
 	rc = buf_addf(&url, "%s%cservice=", ch->realm,
 	              strchr(ch->realm, '?') ? '&' : '?');
@@ -304,15 +306,15 @@ static int fetch_token(struct worker *w, struct oci_up *u,
 	} else if (r.status == 401 || r.status == 403) {
 		snprintf(err, errlen,
 		         "token service %.300s refused %s for %s (%ld)",
-		         ch->realm, u->scope, u->reg->name, r.status);
+		         realm, u->scope, u->reg->name, r.status);
 		rc = EACCES;
 	} else if (r.status != 200) {
 		snprintf(err, errlen, "token service %.300s answered %ld",
-		         ch->realm, r.status);
+		         realm, r.status);
 		rc = r.status >= 500 || r.status == 429 ? EREMOTEIO : EPROTO;
 	} else if (oci_token_parse(r.body.data ? r.body.data : "", r.body.len,
 	                           &t, why, sizeof(why))) {
-		snprintf(err, errlen, "token service %.300s: %s", ch->realm,
+		snprintf(err, errlen, "token service %.300s: %s", realm,
 		         why);
 		rc = EPROTO;
 	} else {
@@ -371,8 +373,11 @@ static int login(struct worker *w, struct oci_up *u, const char *challenge,
 		goto out;
 	}
 	if (rc) {
+		char shown[1024];
+
+		/* masked before it is cut (a realm URL in it) */
 		snprintf(err, errlen, "%s: cannot read the challenge %.200s",
-		         reg->name, challenge);
+		         reg->name, url_redact(challenge, shown, sizeof(shown)));
 		rc = EPROTO;
 		goto out;
 	}

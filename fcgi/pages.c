@@ -308,7 +308,7 @@ static int failed_recently(struct worker *w, const char *key, char *why,
 
 /* Fetches (or revalidates) one cache index's page while owning its flight
  * key. have says whether *p held a previous copy. A failure is remembered
- * for error_ttl (the page's, and its host's when the host is unwell). */
+ * for error_ttl: its host's when the host is unwell, else the page's. */
 static int refresh(struct worker *w, const struct conf_index *ix,
 		   const char *project, const char *key, struct db_page *p,
 		   int have, const char **cache, char *err, size_t errlen)
@@ -334,6 +334,8 @@ static int refresh(struct worker *w, const struct conf_index *ix,
 	if (rc) {
 		if (fetch_unwell(rc))
 			health_failed(w->db, url, c->error_ttl, err);
+		else /* an answer, even an error: the host is up */
+			health_ok(w->db, url);
 		goto failed;
 	}
 	health_ok(w->db, url);
@@ -374,7 +376,11 @@ done:
 	return rc;
 failed:
 	log_warn(0, url, "%s", err);
-	db_outcome_put(w->db, key, "", err);
+	/* a host that cannot be reached is remembered as such (health.c),
+	 * and tried again by one request at a time: not each of its pages
+	 * for error_ttl after it is back */
+	if (!fetch_unwell(rc))
+		db_outcome_put(w->db, key, "", err);
 	if (have && stale_ok(w, p, now)) {
 		*cache = "STALE";
 		rc = 0;
@@ -468,7 +474,8 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 			return p->status == 200 ? 0 : ENOENT;
 		}
 		if (failed_recently(w, key, why, sizeof(why)) ||
-		    health_down(w->db, url, why, sizeof(why))) {
+		    health_down(w->db, url, w->conf->error_ttl, why,
+				sizeof(why))) {
 			if (have && stale_ok(w, p, time(NULL))) {
 				*cache = "STALE";
 				return 0;

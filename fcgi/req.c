@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/url.h"
 #include "fcgi/req.h"
 
 extern char **environ;
@@ -324,15 +325,17 @@ int req_reply(struct req *r, int status, const char *content_type,
 
 int req_error(struct req *r, int status, const char *reason)
 {
-	char body[512];
+	char body[512], shown[512];
 	int n;
 
 	if (r->started) {
 		req_abort(r);
 		return EPIPE;
 	}
+	/* a reason naming an upstream URL: never its credentials */
 	n = snprintf(body, sizeof(body), "%d %s: %s\n", status,
-		     reason_phrase(status), reason);
+		     reason_phrase(status),
+		     url_redact(reason, shown, sizeof(shown)));
 	if (n < 0 || (size_t)n >= sizeof(body))
 		n = (int)sizeof(body) - 1;
 	req_header(r, "Cache-Control", "no-store");

@@ -371,6 +371,15 @@ static void seen_time(struct buf *b, long long t)
 	buf_addf(b, "%s (%lld s ago)", when, (long long)time(NULL) - t);
 }
 
+/* Appends text, a URL or a reason naming one, with its secrets masked
+ * (url_redact) and escaped for HTML. */
+static void add_html_shown(struct buf *b, const char *text)
+{
+	char shown[2048];
+
+	buf_add_html(b, url_redact(text, shown, sizeof(shown)));
+}
+
 /* One row of the upstreams table. */
 static void upstream_row(struct worker *w, struct buf *b, const char *what,
                          const char *url)
@@ -384,16 +393,16 @@ static void upstream_row(struct worker *w, struct buf *b, const char *what,
 	buf_adds(b, "<tr><td>");
 	buf_add_html(b, what);
 	buf_adds(b, "</td><td>");
-	buf_add_html(b, origin);
+	add_html_shown(b, origin);
 	/* the last attempt, not the breaker: its memory ends after
 	 * error_ttl while the host may still be down */
 	seen_ok = health_seen(w->db, url, &seen) == 0;
-	if (health_down(w->db, url, why, sizeof(why))) {
+	if (health_state(w->db, url, why, sizeof(why))) {
 		buf_adds(b, "</td><td class=\"bad\">failing: ");
-		buf_add_html(b, why);
+		add_html_shown(b, why);
 	} else if (seen_ok && seen.last_failed) {
 		buf_adds(b, "</td><td class=\"bad\">last attempt failed: ");
-		buf_add_html(b, seen.reason);
+		add_html_shown(b, seen.reason);
 	} else if (seen_ok) {
 		buf_adds(b, "</td><td class=\"ok\">ok");
 	} else {
@@ -422,9 +431,9 @@ static int failing_row(const char *host, long long until, const char *why,
 	buf_adds(x->b, x->n++ ? "<li>"
 	                      : "<p>Hosts remembered as failing:</p>"
 	                        "<ul><li>");
-	buf_add_html(x->b, host);
+	add_html_shown(x->b, host);
 	buf_addf(x->b, " (%lld s more): ", left);
-	buf_add_html(x->b, why);
+	add_html_shown(x->b, why);
 	buf_adds(x->b, "</li>\n");
 	return 0;
 }

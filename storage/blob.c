@@ -85,7 +85,7 @@ int blob_tmp(const char *data_dir, char *path, size_t pathlen, int *fd)
 	if ((size_t)snprintf(path, pathlen, "%s/tmp/%ld.%016llx.part",
 			     data_dir, (long)getpid(), r) >= pathlen)
 		return ENAMETOOLONG;
-	*fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	*fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (*fd < 0) {
 		log_error(errno, path, "create temp file");
 		return errno;
@@ -114,6 +114,22 @@ static int sync_dir(const char *path)
 	return err;
 }
 
+/* A blob's mode: 0644 less the umask. The web server reads it
+ * (X-Accel-Redirect, X-Sendfile), as its group under the shipped unit's
+ * UMask=0027; its temp file was larder's alone (0600) until verified. */
+static mode_t blob_mode(void)
+{
+	static mode_t mode = (mode_t)-1;
+	mode_t mask;
+
+	if (mode == (mode_t)-1) {
+		mask = umask(0);
+		umask(mask);
+		mode = 0644 & ~mask;
+	}
+	return mode;
+}
+
 int blob_commit(const char *data_dir, const char *tmp, int fd,
 		const char *sha256)
 {
@@ -124,6 +140,9 @@ int blob_commit(const char *data_dir, const char *tmp, int fd,
 	err = blob_path(data_dir, sha256, path, sizeof(path));
 	if (err)
 		return err;
+	/* published readable (the fsync below makes the mode durable too) */
+	if (fchmod(fd, blob_mode()) < 0)
+		log_warn(errno, tmp, "fchmod");
 	if (fsync(fd) < 0) {
 		err = errno;
 		log_error(err, tmp, "fsync");
@@ -328,6 +347,8 @@ static int put_gz(const char *data_dir, const void *p, size_t n,
 		err = 0;
 		goto out;
 	}
+	if (!err && fchmod(fd, blob_mode()) < 0) /* as blob_commit's */
+		err = errno;
 	if (!err && fsync(fd) < 0)
 		err = errno;
 	/* a copy made meanwhile by another process holds the same bytes */

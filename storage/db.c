@@ -1,10 +1,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -441,6 +443,39 @@ static int exec_retry(struct db *db, const char *text, const char *what)
 	return EIO;
 }
 
+/* Makes the database and its -wal and -shm files larder's alone (0600),
+ * before SQLite opens it: they hold registry tokens. A new database is
+ * made 0600 here, and SQLite gives the -wal and -shm it makes the
+ * database's mode; a store made by an older larder (0644) is put right.
+ * Only modes are changed, by path, never through a descriptor (closing one
+ * would drop this process's POSIX locks on the file). Returns 0 or an
+ * errno. */
+static int db_private(const char *path, int create)
+{
+	static const char *const ext[] = {"", "-wal", "-shm"};
+	char p[PATH_MAX + 8];
+	struct stat st;
+	int fd;
+
+	if (create) {
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+			  0600);
+		if (fd >= 0)
+			close(fd); /* new and empty: nobody holds a lock on it */
+		else if (errno != EEXIST)
+			return errno;
+	}
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", path, ext[i]);
+		if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    !(st.st_mode & 077) || st.st_uid != geteuid())
+			continue;
+		if (chmod(p, st.st_mode & 0700) < 0)
+			log_warn(errno, p, "making it private (0600)");
+	}
+	return 0;
+}
+
 static int open_db(const char *data_dir, int create, struct db **out)
 {
 	struct db *db;
@@ -459,6 +494,12 @@ static int open_db(const char *data_dir, int create, struct db **out)
 		err = errno;
 		goto fail;
 	}
+	err = db_private(db->path, create);
+	if (err) {
+		log_error(err, db->path, "create");
+		goto fail;
+	}
+	err = EIO;
 	if (sqlite3_open_v2(db->path, &db->conn,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
 				    (create ? SQLITE_OPEN_CREATE : 0),
@@ -485,6 +526,11 @@ static int open_db(const char *data_dir, int create, struct db **out)
 fail:
 	db_close(db);
 	return err;
+}
+
+const char *db_file(const struct db *db)
+{
+	return db->path;
 }
 
 int db_open(const char *data_dir, struct db **out)

@@ -190,6 +190,9 @@ int db_outcome_put(struct db *db, const char *key, const char *sha256,
 int db_outcome_get(struct db *db, const char *key, char sha256[65],
 		   char *reason, size_t len, long long *at);
 
+/* The path of the database file (DATA/larder.db); the db's to keep. */
+const char *db_file(const struct db *db);
+
 /* Reads what is remembered of an upstream host ("scheme://host:port")
  * that failed: until when (unix seconds) and why. Returns 0, ENOENT, or
  * EIO. */

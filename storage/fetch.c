@@ -165,6 +165,17 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 	return len;
 }
 
+int fetch_shown(int ret, char *err, size_t errlen)
+{
+	char text[2048];
+
+	if (ret && err && errlen) {
+		snprintf(text, sizeof(text), "%s", err);
+		url_redact(text, err, errlen);
+	}
+	return ret;
+}
+
 /* The errno for an answer that is an HTTP error status. */
 int fetch_status_errno(long status)
 {
@@ -363,8 +374,12 @@ int fetch_follow_redirect(CURL *c, const struct fetch_opts *o, char *cur,
 	}
 	if (!o->trust_base ||
 	    !url_host_trusted(next, o->trust_base, o->trusted)) {
+		char shown[FETCH_URL_MAX];
+
+		/* masked before it is cut: a cut signature no longer looks
+		 * like one */
 		snprintf(err, errlen, "%s: refusing redirect to untrusted %.200s",
-			 cur, next);
+			 cur, url_redact(next, shown, sizeof(shown)));
 		return EPERM;
 	}
 	if (strlen(next) >= curlen) {
@@ -514,15 +529,18 @@ int fetch_page(const struct fetch_opts *o, const char *url,
 	       const char *last_modified, struct fetch_page *r, char *err,
 	       size_t errlen)
 {
-	return page_request(o, url, accept, etag, last_modified, 0, r, err,
-			    errlen);
+	return fetch_shown(page_request(o, url, accept, etag, last_modified,
+					0, r, err, errlen),
+			   err, errlen);
 }
 
 int fetch_page_head(const struct fetch_opts *o, const char *url,
 		    const char *accept, struct fetch_page *r, char *err,
 		    size_t errlen)
 {
-	return page_request(o, url, accept, NULL, NULL, 1, r, err, errlen);
+	return fetch_shown(page_request(o, url, accept, NULL, NULL, 1, r, err,
+					errlen),
+			   err, errlen);
 }
 
 /* fetch_head(), with the final status in *status. */
@@ -595,7 +613,7 @@ int fetch_head(const struct fetch_opts *o, const char *url, long long *size,
 	int rc = head_request(o, url, size, &status, err, errlen);
 
 	fetch_count_failure(rc, status);
-	return rc;
+	return fetch_shown(rc, err, errlen);
 }
 
 struct file_ctx {
@@ -698,7 +716,7 @@ int fetch_file(const struct fetch_opts *o, const char *url, long long size,
 	snprintf(cur, sizeof(cur), "%s", url);
 	if (sha256_init(&f.hash)) {
 		snprintf(err, errlen, "%s: out of memory", url);
-		return ENOMEM;
+		return fetch_shown(ENOMEM, err, errlen);
 	}
 	for (;;) {
 		f.c = fetch_easy();
@@ -776,5 +794,5 @@ int fetch_file(const struct fetch_opts *o, const char *url, long long size,
 	sha256_abort(&f.hash);
 	if (!f.write_err) /* a full disk is ours, not the upstream's */
 		fetch_count_failure(ret, status);
-	return ret;
+	return fetch_shown(ret, err, errlen);
 }

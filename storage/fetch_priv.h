@@ -70,4 +70,10 @@ void fetch_count_failure(int err, long status);
 /* An error status as an errno (as fetch_file() documents). */
 int fetch_status_errno(long status);
 
+/* Masks the secrets of the URLs in a failed fetch's reason (url_redact:
+ * an upstream's user:password, a presigned URL's signature), in place, as
+ * every public fetch does before it returns one: the reason goes on to
+ * error bodies, the log and the status page. Returns ret. */
+int fetch_shown(int ret, char *err, size_t errlen);
+
 #endif

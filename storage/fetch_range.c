@@ -88,7 +88,7 @@ int fetch_range(const struct fetch_opts *o, const char *url, uint64_t off,
 	*total = -1;
 	if (!len) {
 		snprintf(err, errlen, "%s: an empty range", url);
-		return EINVAL;
+		return fetch_shown(EINVAL, err, errlen);
 	}
 	if (tail)
 		snprintf(spec, sizeof(spec), "-%zu", len);
@@ -178,5 +178,5 @@ int fetch_range(const struct fetch_opts *o, const char *url, uint64_t off,
 		return 0;
 	}
 	fetch_count_failure(ret, status);
-	return ret;
+	return fetch_shown(ret, err, errlen);
 }

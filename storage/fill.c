@@ -119,14 +119,14 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 	int rc;
 
 	sha256[0] = '\0';
-	if (health_down(db, want->url, err, errlen)) {
+	if (health_down(db, want->url, want->error_ttl, err, errlen)) {
 		rc = EREMOTEIO;
 	} else {
 		rc = fetch_file(want->opts, want->url, want->size, f->fd, &fh,
 				sha256, err, errlen);
 		if (rc && fetch_unwell(rc))
 			health_failed(db, want->url, want->error_ttl, err);
-		else if (!rc)
+		else /* an answer, even an error: the host is up */
 			health_ok(db, want->url);
 	}
 	if (!rc)

@@ -18,6 +18,7 @@ import pwd
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -32,12 +33,13 @@ SOCK = "/run/larder/larder.sock"
 pytestmark = pytest.mark.skipif(
     not DEB, reason="set LARDER_DEB=path/to/larder_*.deb (contrib/run-tests.sh builds it)")
 
-# larder.service's User=/Group= and larder.socket's socket, as systemd
-# does them: bind (as root), fork, the socket on fd 3, LISTEN_PID and
-# LISTEN_FDS, become the user, exec ExecStart. argv: SOCK USER CMD...
+# larder.service's User=/Group=, UMask= and larder.socket's socket, as
+# systemd does them: bind (as root), fork, the socket on fd 3, LISTEN_PID
+# and LISTEN_FDS, the umask, become the user, exec ExecStart. argv: SOCK
+# USER UMASK CMD...
 LAUNCHER = r"""
 import grp, os, pwd, socket, sys
-path, user, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+path, user, mask, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
 if os.path.exists(path):
     os.unlink(path)
@@ -49,6 +51,7 @@ os.chmod(path, 0o660)                                        # SocketMode
 s.listen(128)
 os.dup2(s.fileno(), 3)
 os.set_inheritable(3, True)
+os.umask(int(mask, 8))
 os.initgroups(user, pw.pw_gid)
 os.setgid(pw.pw_gid)
 os.setuid(pw.pw_uid)
@@ -111,6 +114,11 @@ def test_deb_installs_a_working_service(installed, tmp_path, wheel_dir, new_venv
     assert grp.getgrgid(pw.pw_gid).gr_name == "larder"
     st = os.stat("/var/lib/larder")
     assert (st.st_uid, st.st_gid) == (pw.pw_uid, pw.pw_gid)
+    # the store is larder's and its group's; the web server reads the
+    # blobs as a member of that group
+    assert stat.S_IMODE(st.st_mode) == 0o750, oct(st.st_mode)
+    assert stat.S_IMODE(os.stat("/var/log/larder").st_mode) == 0o750
+    assert "www-data" in grp.getgrnam("larder").gr_mem
     conffiles = run(["dpkg-query", "-W", "-f=${Conffiles}", "larder"]).stdout
     assert "/etc/larder/larder.conf" in conffiles
     for f in ("/usr/sbin/larder", "/usr/share/man/man8/larder.8.gz",
@@ -159,10 +167,12 @@ def test_deb_installs_a_working_service(installed, tmp_path, wheel_dir, new_venv
         cmd = shlex.split(unit_value(service, "ExecStart"))
         assert cmd[0] == "/usr/sbin/larder"
         user = unit_value(service, "User")
+        umask = unit_value(service, "UMask")
+        assert umask == "0027"  # nothing larder makes is world-readable
         server = stackmod.Larder(str(tmp_path / "larder"), upstream.port)
         server.data_dir = "/var/lib/larder"
         server.sock = SOCK
-        stackmod.spawn_server(server, [sys.executable, "-c", LAUNCHER, SOCK, user] + cmd,
+        stackmod.spawn_server(server, [sys.executable, "-c", LAUNCHER, SOCK, user, umask] + cmd,
                               server.log, server.log, "larder (as the service)", 20,
                               ready=lambda: "serving on" in server.log_text())
         assert "as user" not in server.log_text()  # systemd made it larder
@@ -177,6 +187,14 @@ def test_deb_installs_a_working_service(installed, tmp_path, wheel_dir, new_venv
         assert rc == 0, out + server.log_text()[-3000:]
         blobs = glob.glob("/var/lib/larder/blobs/sha256/**/*", recursive=True)
         assert any(os.path.isfile(b) and os.stat(b).st_uid == pw.pw_uid for b in blobs)
+        # blobs: for larder's group (the web server), not the world
+        for b in blobs:
+            m = stat.S_IMODE(os.stat(b).st_mode)
+            assert m == (0o640 if os.path.isfile(b) else 0o750), (b, oct(m))
+        # the database holds registry tokens: larder's alone
+        for f in ("larder.db", "larder.db-wal", "larder.db-shm"):
+            p = os.path.join("/var/lib/larder", f)
+            assert stat.S_IMODE(os.stat(p).st_mode) == 0o600, (p, oct(os.stat(p).st_mode))
         # as larder: root would leave SQLite files the service cannot open
         run(["runuser", "-u", "larder", "--", "/usr/sbin/larder", "fsck"])
     finally:

@@ -11,6 +11,7 @@
 
 #include "common/buf.h"
 #include "common/conf.h"
+#include "common/url.h"
 #include "tests/unit/t.h"
 
 #ifndef SRCDIR
@@ -520,6 +521,21 @@ T(url_bad)
 		CHECK_CONTAINS(errbuf, "\": expected an absolute http:// or "
 		                       "https:// URL");
 	}
+	/* a message quoting an upstream never shows its password, even
+	 * one longer than the part of a value a message quotes */
+	CHECK_CONTAINS(fails("[index \"c\"]\ntype = cache\n"
+	                     "upstream = https://__token__:pypi-AgEIcHlwaS5vcmcCJ"
+	                     "DA4NjQ2ZTI4@h:99999/simple/\n"),
+	               "upstream = \"https://__token__:***@h:99999/simple/\"");
+	CHECK_INT(strstr(errbuf, "pypi-AgE") != NULL, 0);
+	CHECK_CONTAINS(fails("[index \"c\"]\ntype = cache\n"
+	                     "upstream = https://u:a-very-long-password-that-is-"
+	                     "cut-in-the-message-at-sixty-bytes@h/s/?x\n"),
+	               "https://u:***@h/s/?x");
+	CHECK_INT(strstr(errbuf, "a-very") != NULL, 0);
+	CHECK_CONTAINS(fails("[index \"c\"]\ntype = cache\n"
+	                     "upstream: https://u:pw@h/\n"), "u:***@h");
+	CHECK_INT(strstr(errbuf, "u:pw") != NULL, 0);
 	CHECK_STR(fails("[index \"c\"]\ntype = cache\n"
 	                "upstream = https://h/simple/?x=1\n"),
 	          "larder.conf:3: [index \"c\"]: upstream = "
@@ -1632,8 +1648,16 @@ T(small_or_missing_err_buffer)
 	conf_free(&c);
 }
 
+/* An upstream URL as the dump writes it: its password masked. */
+static const char *shown_url(const char *url)
+{
+	static char out[4096];
+
+	return url ? url_redact(url, out, sizeof(out)) : NULL;
+}
+
 /* Checks that dumping c, parsing that and dumping again gives the same
- * text and the same values. */
+ * text and the same values (an upstream's password reads back as ***). */
 static void round_trip(const struct conf *c)
 {
 	struct conf d;
@@ -1666,7 +1690,7 @@ static void round_trip(const struct conf *c)
 		CHECK_STR(y->name, x->name);
 		CHECK_INT(y->type, x->type);
 		if (x->type == CONF_INDEX_CACHE) {
-			CHECK_STR(y->upstream, x->upstream);
+			CHECK_STR(y->upstream, shown_url(x->upstream));
 			CHECK_STR(y->trusted_hosts, x->trusted_hosts);
 		} else {
 			CHECK_STR(y->layers, x->layers);
@@ -1681,7 +1705,7 @@ static void round_trip(const struct conf *c)
 		const struct conf_registry *y = &d.registry[i];
 
 		CHECK_STR(y->name, x->name);
-		CHECK_STR(y->upstream, x->upstream);
+		CHECK_STR(y->upstream, shown_url(x->upstream));
 		CHECK_INT(y->cache_ttl, x->cache_ttl);
 		CHECK_INT(y->max_stale, x->max_stale);
 		CHECK_STR(y->trusted_hosts, x->trusted_hosts);
@@ -1731,6 +1755,9 @@ T(dump_round_trip)
 	CHECK_CONTAINS(dump(&c, &b), "max_page_size = 1536k\n");
 	CHECK_CONTAINS(buf_str(&b), "cache_ttl = 86400\n");
 	CHECK_CONTAINS(buf_str(&b), "trusted_hosts = \"\"\n");
+	/* larder config check never prints an upstream's password */
+	CHECK_CONTAINS(buf_str(&b), "upstream = https://u:***@h:8443/s/\n");
+	CHECK_INT(strstr(buf_str(&b), "u:p@") != NULL, 0);
 	CHECK_CONTAINS(buf_str(&b), "data_dir = \"/srv/odd #dir ;x \\\"q\\\" "
 	                            "\\\\\"\n");
 	buf_free(&b);

@@ -296,6 +296,73 @@ T(origin)
 		  ENAMETOOLONG);
 }
 
+/* url_redact() into a buffer of len bytes. */
+static const char *redact(const char *text, size_t len)
+{
+	static char out[512];
+
+	return url_redact(text, out, len);
+}
+
+T(redact_userinfo)
+{
+	CHECK_STR(redact("http://mirroruser:s3cretpass@host/simple/", 512),
+		  "http://mirroruser:***@host/simple/");
+	CHECK_STR(redact("https://TOKEN@host:8443/x", 512),
+		  "https://***@host:8443/x");
+	CHECK_STR(redact("https://u:@host/", 512), "https://u:***@host/");
+	/* the last '@' ends the userinfo (a raw '@' in a password) */
+	CHECK_STR(redact("http://u:p@ss@host/", 512), "http://u:***@host/");
+	/* nothing to mask: copied as it is */
+	CHECK_STR(redact("http://host:81/a@b/?q=1#f", 512),
+		  "http://host:81/a@b/?q=1#f");
+	CHECK_STR(redact("no URL here: a@b", 512), "no URL here: a@b");
+	CHECK_STR(redact("", 512), "");
+	/* URLs in running text, each masked */
+	CHECK_STR(redact("http://a:b@h/p: Failed to connect to h port 1 "
+			 "(from http://c:d@i/q)", 512),
+		  "http://a:***@h/p: Failed to connect to h port 1 "
+		  "(from http://c:***@i/q)");
+	CHECK_STR(redact("key http://a:b@h: message", 512),
+		  "key http://a:***@h: message");
+	CHECK_STR(redact("\"http://a:b@h\" <http://c:d@i>", 512),
+		  "\"http://a:***@h\" <http://c:***@i>");
+	/* a mail address after a URL is not its userinfo */
+	CHECK_STR(redact("http://h/x ask admin@example.com", 512),
+		  "http://h/x ask admin@example.com");
+}
+
+T(redact_query)
+{
+	CHECK_STR(redact("https://b.s3.amazonaws.com/f.whl?X-Amz-Algorithm="
+			 "AWS4&X-Amz-Credential=AKIA%2F1&X-Amz-Signature=abc"
+			 "&X-Amz-Security-Token=tok#frag", 512),
+		  "https://b.s3.amazonaws.com/f.whl?X-Amz-Algorithm=AWS4"
+		  "&X-Amz-Credential=***&X-Amz-Signature=***"
+		  "&X-Amz-Security-Token=***#frag");
+	CHECK_STR(redact("https://h/f?sv=2020&sig=ZZZ: no answer", 512),
+		  "https://h/f?sv=2020&sig=***: no answer");
+	CHECK_STR(redact("https://h/f?a=1;api_key=k;b=2 x", 512),
+		  "https://h/f?a=1;api_key=***;b=2 x");
+	/* after the fragment, or outside a URL: not a query */
+	CHECK_STR(redact("https://h/f#x?token=t", 512),
+		  "https://h/f#x?token=t");
+	CHECK_STR(redact("why?token=t", 512), "why?token=t");
+	CHECK_STR(redact("https://h/f?token", 512), "https://h/f?token");
+}
+
+T(redact_short_buffer)
+{
+	char out[8];
+
+	/* cut short, NUL-terminated, and never a byte of the secret */
+	CHECK_STR(url_redact("http://u:secret@h/", out, sizeof(out)),
+		  "http://");
+	CHECK_STR(redact("http://u:secret@h/", 12), "http://u:**");
+	CHECK_STR(redact("http://u:secret@h/", 1), "");
+	CHECK_STR(url_redact("x", out, 0), out); /* len 0: nothing written */
+}
+
 int main(void)
 {
 	RUN(rfc3986_normal);
@@ -309,5 +376,8 @@ int main(void)
 	RUN(trusted_scheme_and_port);
 	RUN(trusted_wildcard);
 	RUN(origin);
+	RUN(redact_userinfo);
+	RUN(redact_query);
+	RUN(redact_short_buffer);
 	return t_done();
 }
