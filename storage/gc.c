@@ -102,16 +102,61 @@ int gc_due(const char *data_dir, long long max_size, long min_free)
 	       avail * 100 < size * min_free;
 }
 
+/* Evicts one blob: decides, forgets its rows and unlinks it (and its .gz
+ * copy) inside one write transaction. A publish, a renderer or the
+ * replaced-rendering collector that takes the write lock after it finds
+ * the file gone (and stores it again); one that took it before has named
+ * the blob, and it stays. Returns 0, EBUSY when it must stay (named, or
+ * used within grace by the table), or an errno. */
+static int evict_one(struct db *db, const char *data_dir,
+                     const struct db_blob *row, long long now,
+                     long long cutoff, int dry_run)
+{
+	char path[PATH_MAX];
+	int err, rm;
+
+	/* used since the fold, or just now */
+	if (lru_get(row->sha256) > cutoff)
+		return EBUSY;
+	if (dry_run)
+		return db_blob_evict(db, row->sha256, now, 1);
+	err = db_begin(db);
+	if (err)
+		return err;
+	err = db_blob_evict(db, row->sha256, now, 0);
+	/* handed out while we looked; read again under the lock, just
+	 * before the unlink (a request that records its use after this
+	 * finds the blob gone when it hands it out: a miss, fcgi/send.c) */
+	if (!err && lru_get(row->sha256) > cutoff)
+		err = EBUSY;
+	if (err) {
+		db_rollback(db);
+		return err;
+	}
+	rm = blob_remove(data_dir, row->sha256);
+	if (rm && rm != ENOENT &&
+	    blob_path(data_dir, row->sha256, path, sizeof(path)) == 0)
+		log_warn(rm, path, "evicting");
+	err = db_commit(db);
+	if (err) {
+		db_rollback(db);
+		if (blob_path(data_dir, row->sha256, path, sizeof(path)) == 0)
+			log_error(err, path, "evicted, but its rows stay "
+			          "(larder fsck --repair drops them)");
+	}
+	return err;
+}
+
 /* Evicts candidates until the goals are met. */
 static int evict(struct db *db, const char *data_dir, const struct gc_opts *o,
                  long long need_bytes, long long need_free, struct gc_report *r)
 {
 	struct db_blob rows[BATCH];
-	char path[PATH_MAX], after[65] = "";
+	char after[65] = "";
 	long long now = (long long)time(NULL), cutoff = now - o->grace;
 	long long after_at = -1;
 	size_t n;
-	int err, rm;
+	int err;
 
 	while (r->evicted_bytes < need_bytes || r->evicted_bytes < need_free) {
 		err = db_blob_oldest(db, cutoff, after_at, after, rows, BATCH,
@@ -122,35 +167,14 @@ static int evict(struct db *db, const char *data_dir, const struct gc_opts *o,
 			if (r->evicted_bytes >= need_bytes &&
 			    r->evicted_bytes >= need_free)
 				break;
-			/* used since the fold, or just now */
-			if (lru_get(rows[i].sha256) > cutoff) {
-				r->kept++;
-				continue;
-			}
-			err =
-			    db_blob_evict(db, rows[i].sha256, now, o->dry_run);
+			err = evict_one(db, data_dir, &rows[i], now, cutoff,
+			                o->dry_run);
 			if (err == EBUSY) {
 				r->kept++;
 				continue;
 			}
 			if (err)
 				return err;
-			/* handed out while its row went: it stays after all */
-			if (!o->dry_run && lru_get(rows[i].sha256) > cutoff) {
-				err = db_blob_add(db, rows[i].sha256,
-				                  rows[i].size);
-				if (err)
-					return err;
-				r->kept++;
-				continue;
-			}
-			/* (its .gz copy too: the row's size counts both) */
-			rm = o->dry_run ? 0 : blob_remove(data_dir,
-			                                  rows[i].sha256);
-			if (rm && rm != ENOENT &&
-			    blob_path(data_dir, rows[i].sha256, path,
-			              sizeof(path)) == 0)
-				log_warn(rm, path, "evicting");
 			if (!o->dry_run) {
 				stats_add(STATS_EVICTED_BLOBS, 1);
 				stats_add(STATS_EVICTED_BYTES,

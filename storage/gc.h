@@ -21,9 +21,12 @@
  * refreshed, bodies a registry ref names (manifests, tag and referrers
  * lists), anything used within grace seconds (by the table, re-read just
  * before each unlink), and temp files of fetches (they are not in blobs/).
- * Eviction deletes the inventory row (and the page rows), then unlinks
- * the blob; listings (files, oci_blobs) stay, so the next request for the
- * blob fetches it again.
+ * Eviction decides, deletes the inventory row (and the page rows) and
+ * unlinks the blob inside one write transaction: whatever names a blob
+ * (a publish, a renderer) does so under that same lock, after finding the
+ * file there, so a blob is never unlinked once something named it, nor
+ * named once it is unlinked. Listings (files, oci_blobs) stay, so the next
+ * request for the blob fetches it again.
  */
 #ifndef LARDER_GC_H
 #define LARDER_GC_H
