@@ -72,6 +72,16 @@ long long blob_gz_size(const char *data_dir, const char *sha256);
 int blob_put_page(const char *data_dir, const void *p, size_t n,
 		  char sha256[65], long long *size);
 
+/* For a rendering put before the write transaction that is to name it
+ * (blob_put_page, outside the lock, where the writing is): called inside
+ * that transaction, puts it again when a collector deleted it in between.
+ * The collectors decide and unlink under that same lock (storage/gc.h,
+ * fcgi/pages.c pages_collect), so once this returns 0 the blob stays
+ * until the transaction commits the row that names it. *size is updated
+ * when it is put again. Returns 0 or blob_put_page's errno. */
+int blob_keep_page(const char *data_dir, const void *p, size_t n,
+		   const char sha256[65], long long *size);
+
 /* Deletes blob sha256 and its gzip'd copy, the copy first. Returns 0 or
  * the errno of unlinking the blob (ENOENT when it was not there). */
 int blob_remove(const char *data_dir, const char *sha256);

@@ -74,6 +74,47 @@ T(page_gets_copy)
 	CHECK_INT(blob_remove(dir, sha), ENOENT);
 }
 
+/* A renderer puts its rendering before it takes the write lock, where the
+ * writing is; a collector may delete it (a rendering of the same bytes
+ * replaced earlier, due for the collector) before the lock is taken.
+ * blob_keep_page, under the lock, puts it back, copy and all, and leaves
+ * a rendering that is still there as it is (issue 28, item 1). */
+T(kept_page_survives_a_collector)
+{
+	static char page[100000];
+	char sha[65], path[PATH_MAX];
+	long long size = 0, kept = -1;
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(page); i++)
+		page[i] = "<a href=\"b-2.0.tar.gz\">b</a>\n"[i % 30];
+	CHECK_INT(blob_put_page(dir, page, sizeof(page), sha, &size), 0);
+	CHECK_INT(blob_path(dir, sha, path, sizeof(path)), 0);
+	CHECK_INT(stat(path, &st), 0);
+	/* still there: left as it is (same inode, no rewrite) */
+	kept = size;
+	CHECK_INT(blob_keep_page(dir, page, sizeof(page), sha, &kept), 0);
+	CHECK_INT(kept, size);
+	{
+		struct stat again;
+
+		CHECK_INT(stat(path, &again), 0);
+		CHECK_INT(again.st_ino, st.st_ino);
+	}
+	/* the collector came in between */
+	CHECK_INT(blob_remove(dir, sha), 0);
+	CHECK_INT(blob_exists(dir, sha), 0);
+	kept = -1;
+	CHECK_INT(blob_keep_page(dir, page, sizeof(page), sha, &kept), 0);
+	CHECK(blob_exists(dir, sha));
+	CHECK(blob_gz_size(dir, sha) > 0);
+	CHECK_INT(kept, size);
+	/* other bytes than the name says: refused, nothing named wrongly */
+	CHECK_INT(blob_remove(dir, sha), 0);
+	CHECK_INT(blob_keep_page(dir, "other", 5, sha, &kept), EINVAL);
+	CHECK_INT(blob_remove(dir, sha), ENOENT);
+}
+
 /* Bytes whose gzip is no smaller get no copy; the empty page neither. */
 T(incompressible_has_none)
 {
@@ -116,6 +157,7 @@ int main(void)
 	if (!mkdtemp(dir) || blob_init(dir))
 		return 1;
 	RUN(page_gets_copy);
+	RUN(kept_page_survives_a_collector);
 	RUN(incompressible_has_none);
 	rm_tree(dir);
 	return t_done();
