@@ -80,7 +80,9 @@ int gc_after_commit(struct db *db, const char *data_dir,
 
 /* Brings the inventory in line with blobs/: adds rows for files it lacks
  * (a store from before it, used_at from the file's mtime) and drops rows
- * whose file is gone; with dry_run it only counts. Returns 0 or an errno;
+ * whose file is gone; with dry_run it only counts. The walk holds no
+ * lock; the rows change in short write transactions (BATCH rows each),
+ * each file looked at again under the lock. Returns 0 or an errno;
  * *added and *dropped say how many. */
 int gc_reconcile(struct db *db, const char *data_dir, int dry_run, long *added,
                  long *dropped);
