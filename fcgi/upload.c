@@ -326,14 +326,17 @@ static int keep_blobs(struct worker *w, const struct db_hosted *h)
 		db_rollback(w->db);
 		return EIO;
 	}
+	/* under the lock eviction decides under (storage/gc.h): one that
+	 * comes after sees the use, one before has unlinked the blob
+	 * already, and it is stored anew */
+	lru_touch(h->sha256);
+	if (*h->meta_sha)
+		lru_touch(h->meta_sha);
 	rc = db_commit(w->db);
 	if (rc) {
 		db_rollback(w->db);
 		return rc;
 	}
-	lru_touch(h->sha256);
-	if (*h->meta_sha)
-		lru_touch(h->meta_sha);
 	return 0;
 }
 
