@@ -285,6 +285,9 @@ int db_blob_add(struct db *db, const char *sha256, long long size);
 /* Forgets blob sha256 (it was deleted). Returns 0 or EIO. */
 int db_blob_delete(struct db *db, const char *sha256);
 
+/* Whether the inventory has a row for blob sha256: 0, ENOENT, or EIO. */
+int db_blob_has(struct db *db, const char *sha256);
+
 /* Sums the inventory: bytes and number of blobs. Returns 0 or EIO. */
 int db_blob_totals(struct db *db, long long *bytes, long *count);
 

@@ -62,6 +62,22 @@ static int prepare(struct db *db, const char *text, sqlite3_stmt **st)
 	return 0;
 }
 
+int db_blob_has(struct db *db, const char *sha256)
+{
+	sqlite3_stmt *st;
+	int err = prepare(db, "SELECT 1 FROM blobs WHERE sha256 = ?1", &st),
+	    rc;
+
+	if (err)
+		return err;
+	BIND_TEXT(st, 1, sha256);
+	rc = sqlite3_step(st);
+	err = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? ENOENT :
+	      db_fail(db, "blob row");
+	sqlite3_finalize(st);
+	return err;
+}
+
 int db_blob_fold(struct db *db, const char *prefix, long long at)
 {
 	/* prepared once: a run folds every slot touched since the last */

@@ -209,8 +209,11 @@ T(blob_rows)
 	CHECK_INT(db_blob_totals(db, &bytes, &count), 0);
 	CHECK_INT(bytes, 100 + (50LL << 30));
 	CHECK_INT(count, 2);
+	CHECK_INT(db_blob_has(db, b), 0);
 	CHECK_INT(db_blob_delete(db, b), 0);
 	CHECK_INT(db_blob_delete(db, b), 0);
+	CHECK_INT(db_blob_has(db, b), ENOENT);
+	CHECK_INT(db_blob_has(db, a), 0);
 	CHECK_INT(db_blob_totals(db, &bytes, &count), 0);
 	CHECK_INT(bytes, 100);
 	CHECK_INT(count, 1);
