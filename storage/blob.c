@@ -368,6 +368,20 @@ int blob_put_page(const char *data_dir, const void *p, size_t n,
 	return 0;
 }
 
+int blob_keep(const char *data_dir, const void *p, size_t n,
+	      const char sha256[65])
+{
+	char again[65];
+	int err;
+
+	if (blob_exists(data_dir, sha256))
+		return 0;
+	err = blob_put(data_dir, p, n, again);
+	if (!err && strcmp(again, sha256) != 0)
+		err = EINVAL; /* not the bytes it was put from */
+	return err;
+}
+
 int blob_keep_page(const char *data_dir, const void *p, size_t n,
 		   const char sha256[65], long long *size)
 {

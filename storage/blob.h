@@ -72,6 +72,12 @@ long long blob_gz_size(const char *data_dir, const char *sha256);
 int blob_put_page(const char *data_dir, const void *p, size_t n,
 		  char sha256[65], long long *size);
 
+/* As blob_keep_page, for a blob put by blob_put: puts the n bytes at p
+ * again when blob sha256 went since. Returns 0, EINVAL when they are not
+ * its bytes, or blob_put's errno. */
+int blob_keep(const char *data_dir, const void *p, size_t n,
+	      const char sha256[65]);
+
 /* For a rendering put before the write transaction that is to name it
  * (blob_put_page, outside the lock, where the writing is): called inside
  * that transaction, puts it again when a collector deleted it in between.

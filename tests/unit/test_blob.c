@@ -82,7 +82,7 @@ T(page_gets_copy)
 T(kept_page_survives_a_collector)
 {
 	static char page[100000];
-	char sha[65], path[PATH_MAX];
+	char sha[65], plain[65], path[PATH_MAX];
 	long long size = 0, kept = -1;
 	struct stat st;
 
@@ -109,6 +109,13 @@ T(kept_page_survives_a_collector)
 	CHECK(blob_exists(dir, sha));
 	CHECK(blob_gz_size(dir, sha) > 0);
 	CHECK_INT(kept, size);
+	/* a plain blob (a registry body) alike */
+	CHECK_INT(blob_put(dir, "tag list", 8, plain), 0);
+	CHECK_INT(blob_keep(dir, "tag list", 8, plain), 0);
+	CHECK_INT(blob_remove(dir, plain), 0);
+	CHECK_INT(blob_keep(dir, "tag list", 8, plain), 0);
+	CHECK(blob_exists(dir, plain));
+	CHECK_INT(blob_remove(dir, plain), 0);
 	/* other bytes than the name says: refused, nothing named wrongly */
 	CHECK_INT(blob_remove(dir, sha), 0);
 	CHECK_INT(blob_keep_page(dir, "other", 5, sha, &kept), EINVAL);
