@@ -29,6 +29,7 @@ import json
 import os
 import random
 import re
+import sqlite3
 import subprocess
 import tempfile
 import threading
@@ -290,3 +291,65 @@ def test_evict_storm(storm_stack, new_venv, tmp_path):
     resets = [line for line in st.nginx.error_text().splitlines()
               if "recv() failed (104" in line]
     assert not resets, "\n".join(resets[:5])
+
+
+@pytest.fixture
+def xaccel_stack(tmp_path, wheel_dir):
+    """The suite's wheels, the hosted indexes, nginx without its page
+    cache: every page is handed to nginx by X-Accel-Redirect."""
+    reason = stackmod.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    st = stackmod.Stack(str(tmp_path / "stack"), wheel_dir, page_cache=False,
+                        larder_extra_text=up.HOSTED_CONF, root_pypi=up.ROOT_PYPI)
+    st.start()
+    try:
+        yield st
+    finally:
+        st.stop()
+
+
+def page_blobs(data_dir, project):
+    """The renderings of project's pages, in every index (a virtual
+    index's page is its own merge, or its one source's)."""
+    con = sqlite3.connect(os.path.join(data_dir, "larder.db"), timeout=30)
+    try:
+        rows = con.execute("SELECT json_sha, html_sha FROM pages WHERE project = ?",
+                           (project,)).fetchall()
+    finally:
+        con.close()
+    return {sha for row in rows for sha in row if sha}
+
+
+@pytest.mark.parametrize("index,route,project", [
+    ("pypi", "pypi", "larder-demo-a"),            # a cache index: fetched again
+    ("root/pypi", "root/pypi", "larder-demo-a"),  # a virtual one: merged again
+    ("root/private", "root/private", "storm-up"),  # a hosted one: rendered again
+])
+def test_vanished_rendering_is_not_a_404(xaccel_stack, tmp_path, index, route, project):
+    """A page whose rendering went from the store anyway (here: deleted
+    by hand) is fetched, merged or rendered again when asked for, not
+    handed to nginx by path for a 404 (issue 28, item 1)."""
+    st = xaccel_stack
+    if index == "root/private":
+        tok = up.token_add(st.larder, "root/private", "upload")
+        w = up.padded_wheel(str(tmp_path), project, "1.0", 2 * KIB)
+        r = up.upload(st.base, "root/private", path=w, tok=tok)
+        assert r.status == 200, r
+    path = "/%s/simple/%s/" % (route, project)
+    for accept in (JSON_TYPE, HTML_TYPE):
+        r = st.get(path, accept=accept)
+        assert r.status == 200, r
+        want = body_of(r)
+        shas = page_blobs(st.data_dir, project)
+        assert shas
+        for sha in shas:
+            blob = os.path.join(st.data_dir, "blobs", "sha256", sha[:2], sha[2:4], sha)
+            for p in (blob + ".gz", blob):
+                if os.path.exists(p):
+                    os.unlink(p)
+        r = st.get(path, accept=accept)
+        assert r.status == 200, r
+        assert body_of(r) == want
+    rc, out = run(st.larder, "fsck")
+    assert " 0 dangling;" in out, out
