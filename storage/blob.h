@@ -55,6 +55,12 @@ int blob_read(const char *data_dir, const char *sha256, struct buf *b);
  * nothing is left behind on error. */
 int blob_put(const char *data_dir, const void *p, size_t n, char sha256[65]);
 
+/* Stores the bytes of the open file fd (from its start to its end, read
+ * with pread) as blob sha256, unless the store has it. Returns 0, EINVAL
+ * when they are not blob sha256's bytes, or an errno; nothing is left
+ * behind on error. fd stays the caller's. */
+int blob_put_fd(const char *data_dir, int fd, const char sha256[65]);
+
 /* Writes the path of blob sha256's gzip'd copy (its path and ".gz") to
  * out. Same returns as blob_path. */
 int blob_gz_path(const char *data_dir, const char *sha256, char *out,

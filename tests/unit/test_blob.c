@@ -122,6 +122,40 @@ T(kept_page_survives_a_collector)
 	CHECK_INT(blob_remove(dir, sha), ENOENT);
 }
 
+/* An upload's bytes, stored again from its open file under the publish's
+ * lock when a collector took the blob (of the same bytes, evictable) in
+ * between: the file was unlinked by blob_commit, which found the blob
+ * there, but its descriptor still reads (issue 28, item 2). */
+T(put_fd_from_an_unlinked_upload)
+{
+	static const char body[] = "an uploaded wheel's bytes";
+	char sha[65], tmp[PATH_MAX], wrong[65];
+	struct buf b;
+	int fd;
+
+	CHECK_INT(blob_put(dir, body, sizeof(body) - 1, sha), 0);
+	CHECK_INT(blob_tmp(dir, tmp, sizeof(tmp), &fd), 0);
+	CHECK_INT(write(fd, body, sizeof(body) - 1), sizeof(body) - 1);
+	/* the blob is there: the upload's temp file goes, its fd stays */
+	CHECK_INT(blob_commit(dir, tmp, fd, sha), 0);
+	CHECK(access(tmp, F_OK) != 0);
+	CHECK_INT(blob_put_fd(dir, fd, sha), 0);
+	/* a collector takes it; the publish stores it again */
+	CHECK_INT(blob_remove(dir, sha), 0);
+	CHECK_INT(blob_put_fd(dir, fd, sha), 0);
+	buf_init(&b, 1024);
+	CHECK_INT(blob_read(dir, sha, &b), 0);
+	CHECK_INT(b.len, sizeof(body) - 1);
+	CHECK(memcmp(b.data, body, b.len) == 0);
+	buf_free(&b);
+	/* bytes that are not the blob's name: refused, nothing stored */
+	snprintf(wrong, sizeof(wrong), "%064d", 7);
+	CHECK_INT(blob_put_fd(dir, fd, wrong), EINVAL);
+	CHECK_INT(blob_exists(dir, wrong), 0);
+	close(fd);
+	CHECK_INT(blob_remove(dir, sha), 0);
+}
+
 /* Bytes whose gzip is no smaller get no copy; the empty page neither. */
 T(incompressible_has_none)
 {
@@ -165,6 +199,7 @@ int main(void)
 		return 1;
 	RUN(page_gets_copy);
 	RUN(kept_page_survives_a_collector);
+	RUN(put_fd_from_an_unlinked_upload);
 	RUN(incompressible_has_none);
 	rm_tree(dir);
 	return t_done();
