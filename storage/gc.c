@@ -94,7 +94,7 @@ static int fold(struct db *db, long long now)
 
 int gc_due(const char *data_dir, long long max_size, long min_free)
 {
-	long long bytes = lru_bytes(), size, avail;
+	long long bytes = lru_bytes(), size = 0, avail = 0;
 
 	if (max_size > 0 && (bytes < 0 || bytes > max_size))
 		return 1;
