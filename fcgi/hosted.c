@@ -267,8 +267,34 @@ int hosted_conflicts(struct worker *w, int idx, const char *filename,
 	return 1;
 }
 
+/* Under the write lock, which the collectors unlink under: makes sure
+ * h's file and metadata are in the store, storing them again from b when
+ * a collector took them since they were stored (bytes that another file,
+ * evictable, had too). *meta_size is the metadata's. Returns 0 or an
+ * errno, with the reason in err. */
+static int keep_bytes(struct worker *w, const struct db_hosted *h,
+		      const struct hosted_bytes *b, long long *meta_size,
+		      char *err, size_t errlen)
+{
+	const char *data_dir = w->conf->data_dir;
+	int rc = blob_put_fd(data_dir, b->fd, h->sha256);
+
+	if (!rc && *h->meta_sha)
+		rc = b->meta ? blob_keep(data_dir, b->meta, b->meta_len,
+					 h->meta_sha) :
+			       (blob_exists(data_dir, h->meta_sha) ? 0 : EIO);
+	*meta_size = *h->meta_sha ? blob_size(data_dir, h->meta_sha) : 0;
+	if (!rc && *meta_size < 0)
+		rc = EIO;
+	if (rc)
+		snprintf(err, errlen, "%s: storing its bytes: %s", h->filename,
+			 strerror(rc));
+	return rc;
+}
+
 int hosted_publish(struct worker *w, int idx, const struct db_hosted *h,
-		   int *changed, char *err, size_t errlen)
+		   const struct hosted_bytes *b, int *changed, char *err,
+		   size_t errlen)
 {
 	const struct conf_index *ix = &w->conf->index[idx];
 	long long now = (long long)time(NULL), meta_size = 0;
@@ -277,14 +303,6 @@ int hosted_publish(struct worker *w, int idx, const struct db_hosted *h,
 	int rc;
 
 	*changed = 0;
-	if (*h->meta_sha) {
-		meta_size = blob_size(w->conf->data_dir, h->meta_sha);
-		if (meta_size < 0) {
-			snprintf(err, errlen, "%s: metadata not in the store",
-				 h->filename);
-			return EIO;
-		}
-	}
 	rc = db_begin(w->db);
 	if (rc) {
 		snprintf(err, errlen, "%s: database busy", ix->name);
@@ -299,13 +317,11 @@ int hosted_publish(struct worker *w, int idx, const struct db_hosted *h,
 		db_rollback(w->db); /* the same file again: nothing to do */
 		return 0;
 	}
-	/* under the lock the collector deletes under: still there, it stays */
-	if (!blob_exists(w->conf->data_dir, h->sha256) ||
-	    (*h->meta_sha && !blob_exists(w->conf->data_dir, h->meta_sha))) {
+	/* under the lock the collectors unlink under: there now, they stay
+	 * (storage/gc.h) */
+	if (keep_bytes(w, h, b, &meta_size, err, errlen)) {
 		db_rollback(w->db);
-		snprintf(err, errlen, "%s: stored bytes went missing before "
-			 "they were published: upload it again", h->filename);
-		return EAGAIN;
+		return EIO;
 	}
 	if (rc == 0)
 		rc = forget_file(w, ix->name, &old, now);

@@ -36,15 +36,26 @@ int hosted_render(struct worker *w, int idx, const char *project, char *err,
 int hosted_conflicts(struct worker *w, int idx, const char *filename,
 		     const char *sha256, char *err, size_t errlen);
 
+/* The bytes of an upload, stored before its publish: hosted_publish
+ * stores them again when a collector took them in between. */
+struct hosted_bytes {
+	int fd;           /* open on the file's bytes (h->sha256) */
+	const void *meta; /* its core metadata (h->meta_sha), or NULL */
+	size_t meta_len;
+};
+
 /* Publishes h, whose file (and core metadata, when h->meta_sha is set) is
  * in the store already, in the hosted index at position idx: its row, its
  * listing, and its project's page and the project list rendered again, in
- * one transaction. The same file name with the same bytes changes nothing
+ * one transaction, which first makes sure the bytes are still in the
+ * store (from b: a collector decides and unlinks under the same lock, so
+ * they stay). The same file name with the same bytes changes nothing
  * (*changed 0); with other bytes it replaces the file on a volatile index
  * and is EEXIST on any other. Returns 0, EEXIST, or an errno, with a
  * one-line reason in err. */
 int hosted_publish(struct worker *w, int idx, const struct db_hosted *h,
-		   int *changed, char *err, size_t errlen);
+		   const struct hosted_bytes *b, int *changed, char *err,
+		   size_t errlen);
 
 /* Yanks (yanked 1, with reason, which may be "") or unyanks every file of
  * project's version in the hosted index at position idx. Returns 0, ENOENT

@@ -147,6 +147,10 @@ static int store(struct worker *w, const struct conf_registry *reg,
 	row->fetched_at = time(NULL);
 	row->ttl = q->immutable ? FOREVER : reg->cache_ttl;
 	rc = db_begin(w->db);
+	/* still there under the lock the collectors unlink under (put
+	 * again if one took it since): storage/blob.h */
+	if (!rc)
+		rc = blob_keep(w->conf->data_dir, body, len, sha);
 	if (!rc)
 		rc = db_blob_add(w->db, sha, (long long)len);
 	if (!rc)

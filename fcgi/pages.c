@@ -95,6 +95,27 @@ int pages_note_replaced(struct worker *w, const struct db_page *old,
 	return rc;
 }
 
+int pages_keep_renderings(struct worker *w, const struct buf *json,
+			  const struct buf *html, const struct db_page *p,
+			  long long *js, long long *hs)
+{
+	const char *data_dir = w->conf->data_dir;
+	int rc;
+
+	rc = blob_keep_page(data_dir, json->data, json->len, p->json_sha, js);
+	if (!rc)
+		rc = blob_keep_page(data_dir, html->data, html->len,
+				    p->html_sha, hs);
+	if (rc)
+		return rc;
+	/* a use now: eviction, which reads the table under this lock,
+	 * spares them for gc_grace after the commit, while the request that
+	 * made them hands one out (a page of ttl 0 is stale at once) */
+	lru_touch(p->json_sha);
+	lru_touch(p->html_sha);
+	return 0;
+}
+
 void pages_collect(struct worker *w)
 {
 	char due[COLLECT_MAX][65], path[PATH_MAX];
@@ -238,6 +259,8 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		p->ttl = mature - now > 0 ? (long)(mature - now) : 1;
 	quarantine_note(&page, p);
 	rc = db_begin(w->db);
+	if (!rc)
+		rc = pages_keep_renderings(w, &json, &html, p, &js, &hs);
 	if (!rc)
 		rc = db_blob_add(w->db, p->json_sha, js);
 	if (!rc)

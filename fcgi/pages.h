@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "common/buf.h"
 #include "fcgi/worker.h"
 #include "storage/db.h"
 
@@ -41,6 +42,16 @@ int pages_get_leaf(struct worker *w, int idx, const char *project,
  * pages_collect() (inside the caller's transaction). Returns 0 or EIO. */
 int pages_note_replaced(struct worker *w, const struct db_page *old,
 			const struct db_page *p, long long now);
+
+/* Inside the write transaction that is to name them (the page row),
+ * makes sure the renderings json and html of p, put before it took the
+ * lock, are still in the store: a collector that deleted one in between
+ * (it decides and unlinks under the same lock) has it put again
+ * (blob_keep_page; *js and *hs are updated then). Records their use now.
+ * Returns 0 or an errno. */
+int pages_keep_renderings(struct worker *w, const struct buf *json,
+			  const struct buf *html, const struct db_page *p,
+			  long long *js, long long *hs);
 
 /* Forgets the page of project in idx and its layers whose renderings are
  * missing from the store, so that the next pages_get() fetches (a cache

@@ -100,8 +100,15 @@ static int store(struct build *b, const char *ix, const char *key,
 	memcpy(row.json_sha, b->sha, sizeof(row.json_sha));
 	memcpy(row.html_sha, b->sha, sizeof(row.html_sha));
 	rc = db_begin(w->db);
+	/* still there under the lock the collectors unlink under (put
+	 * again if one took it meanwhile), and used now: pages.h */
 	if (!rc)
+		rc = blob_keep_page(w->conf->data_dir, doc->data, doc->len,
+				    b->sha, &size);
+	if (!rc) {
+		lru_touch(b->sha);
 		rc = db_blob_add(w->db, b->sha, size);
+	}
 	if (!rc)
 		rc = db_page_put(w->db, ix, key, &row);
 	if (!rc && have)

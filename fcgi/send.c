@@ -240,6 +240,11 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 		return rc;
 	/* the collector spares what was handed out within gc_grace */
 	lru_touch(sha256);
+	/* a blob gone from the store (evicted after the caller looked) is
+	 * the caller's miss, fetched or rendered again: not a 404 from a
+	 * web server handed its path (X-Accel-Redirect, X-Sendfile) */
+	if (!blob_exists(c->data_dir, sha256))
+		return ENOENT;
 	if (o->content_type)
 		req_header(r, "Content-Type", "%s", o->content_type);
 	/* an answer that needed a token is the client's alone: no shared

@@ -326,14 +326,17 @@ static int keep_blobs(struct worker *w, const struct db_hosted *h)
 		db_rollback(w->db);
 		return EIO;
 	}
+	/* under the lock eviction decides under (storage/gc.h): one that
+	 * comes after sees the use, one before has unlinked the blob
+	 * already, and it is stored anew */
+	lru_touch(h->sha256);
+	if (*h->meta_sha)
+		lru_touch(h->meta_sha);
 	rc = db_commit(w->db);
 	if (rc) {
 		db_rollback(w->db);
 		return rc;
 	}
-	lru_touch(h->sha256);
-	if (*h->meta_sha)
-		lru_touch(h->meta_sha);
 	return 0;
 }
 
@@ -356,6 +359,7 @@ static int publish(struct worker *w, struct upload *u, int target,
 	const char *data_dir = w->conf->data_dir;
 	struct dist_info info;
 	struct db_hosted h = {0};
+	struct hosted_bytes bytes;
 	char err[1024];
 	int rc;
 
@@ -398,15 +402,19 @@ static int publish(struct worker *w, struct upload *u, int target,
 	if (!rc && *h.meta_sha)
 		rc = blob_put(data_dir, info.metadata, info.metadata_len,
 			      h.meta_sha);
-	dist_info_free(&info);
 	if (!rc)
 		rc = blob_commit(data_dir, u->tmp, u->fd, h.sha256);
 	if (rc) {
+		dist_info_free(&info);
 		forget_blobs(w, &h);
 		return refuse(u, 500, "storing %s: %s", u->filename,
 			      strerror(rc));
 	}
-	rc = hosted_publish(w, target, &h, changed, err, sizeof(err));
+	bytes.fd = u->fd;
+	bytes.meta = *h.meta_sha ? info.metadata : NULL;
+	bytes.meta_len = info.metadata_len;
+	rc = hosted_publish(w, target, &h, &bytes, changed, err, sizeof(err));
+	dist_info_free(&info);
 	if (rc) {
 		/* what was stored for it goes with the collector, unless
 		 * something else names the same bytes */

@@ -211,6 +211,8 @@ static int merge_store(struct worker *w, const struct conf_index *ix,
 	}
 	rc = db_begin(w->db);
 	if (!rc)
+		rc = pages_keep_renderings(w, &json, &html, p, &js, &hs);
+	if (!rc)
 		rc = db_blob_add(w->db, p->json_sha, js);
 	if (!rc)
 		rc = db_blob_add(w->db, p->html_sha, hs);

@@ -216,6 +216,61 @@ fail:
 	return err;
 }
 
+static int write_all(int fd, const unsigned char *c, size_t left);
+
+int blob_put_fd(const char *data_dir, int fd, const char sha256[65])
+{
+	char tmp[PATH_MAX], got[65];
+	static unsigned char chunk[65536];
+	struct sha256 h;
+	off_t at = 0;
+	ssize_t n;
+	int out, err;
+
+	if (blob_exists(data_dir, sha256))
+		return 0;
+	err = blob_tmp(data_dir, tmp, sizeof(tmp), &out);
+	if (err)
+		return err;
+	flock(out, LOCK_EX); /* as blob_put's: a sweep leaves it */
+	err = sha256_init(&h);
+	if (err)
+		goto fail;
+	for (;;) {
+		n = pread(fd, chunk, sizeof(chunk), at);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? errno : 0;
+			break;
+		}
+		sha256_update(&h, chunk, (size_t)n);
+		err = write_all(out, chunk, (size_t)n);
+		if (err)
+			break;
+		at += n;
+	}
+	if (err) {
+		sha256_abort(&h);
+		log_error(err, tmp, "copying a blob");
+		goto fail;
+	}
+	sha256_final(&h, got);
+	if (strcmp(got, sha256) != 0) {
+		err = EINVAL;
+		goto fail;
+	}
+	err = blob_commit(data_dir, tmp, out, sha256);
+	if (err)
+		goto fail;
+	close(out);
+	return 0;
+fail:
+	unlink(tmp);
+	close(out);
+	return err;
+}
+
 int blob_read(const char *data_dir, const char *sha256, struct buf *b)
 {
 	char path[PATH_MAX], chunk[65536];
@@ -387,6 +442,34 @@ int blob_put_page(const char *data_dir, const void *p, size_t n,
 	if (gz > 0)
 		*size += gz;
 	return 0;
+}
+
+int blob_keep(const char *data_dir, const void *p, size_t n,
+	      const char sha256[65])
+{
+	char again[65];
+	int err;
+
+	if (blob_exists(data_dir, sha256))
+		return 0;
+	err = blob_put(data_dir, p, n, again);
+	if (!err && strcmp(again, sha256) != 0)
+		err = EINVAL; /* not the bytes it was put from */
+	return err;
+}
+
+int blob_keep_page(const char *data_dir, const void *p, size_t n,
+		   const char sha256[65], long long *size)
+{
+	char again[65];
+	int err;
+
+	if (blob_exists(data_dir, sha256))
+		return 0;
+	err = blob_put_page(data_dir, p, n, again, size);
+	if (!err && strcmp(again, sha256) != 0)
+		err = EINVAL; /* not the bytes it was put from */
+	return err;
 }
 
 int blob_remove(const char *data_dir, const char *sha256)

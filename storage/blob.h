@@ -55,6 +55,12 @@ int blob_read(const char *data_dir, const char *sha256, struct buf *b);
  * nothing is left behind on error. */
 int blob_put(const char *data_dir, const void *p, size_t n, char sha256[65]);
 
+/* Stores the bytes of the open file fd (from its start to its end, read
+ * with pread) as blob sha256, unless the store has it. Returns 0, EINVAL
+ * when they are not blob sha256's bytes, or an errno; nothing is left
+ * behind on error. fd stays the caller's. */
+int blob_put_fd(const char *data_dir, int fd, const char sha256[65]);
+
 /* Writes the path of blob sha256's gzip'd copy (its path and ".gz") to
  * out. Same returns as blob_path. */
 int blob_gz_path(const char *data_dir, const char *sha256, char *out,
@@ -71,6 +77,22 @@ long long blob_gz_size(const char *data_dir, const char *sha256);
  * plain). */
 int blob_put_page(const char *data_dir, const void *p, size_t n,
 		  char sha256[65], long long *size);
+
+/* As blob_keep_page, for a blob put by blob_put: puts the n bytes at p
+ * again when blob sha256 went since. Returns 0, EINVAL when they are not
+ * its bytes, or blob_put's errno. */
+int blob_keep(const char *data_dir, const void *p, size_t n,
+	      const char sha256[65]);
+
+/* For a rendering put before the write transaction that is to name it
+ * (blob_put_page, outside the lock, where the writing is): called inside
+ * that transaction, puts it again when a collector deleted it in between.
+ * The collectors decide and unlink under that same lock (storage/gc.h,
+ * fcgi/pages.c pages_collect), so once this returns 0 the blob stays
+ * until the transaction commits the row that names it. *size is updated
+ * when it is put again. Returns 0 or blob_put_page's errno. */
+int blob_keep_page(const char *data_dir, const void *p, size_t n,
+		   const char sha256[65], long long *size);
 
 /* Deletes blob sha256 and its gzip'd copy, the copy first. Returns 0 or
  * the errno of unlinking the blob (ENOENT when it was not there). */

@@ -324,6 +324,9 @@ int db_blob_add(struct db *db, const char *sha256, long long size);
 /* Forgets blob sha256 (it was deleted). Returns 0 or EIO. */
 int db_blob_delete(struct db *db, const char *sha256);
 
+/* Whether the inventory has a row for blob sha256: 0, ENOENT, or EIO. */
+int db_blob_has(struct db *db, const char *sha256);
+
 /* Sums the inventory: bytes and number of blobs. Returns 0 or EIO. */
 int db_blob_totals(struct db *db, long long *bytes, long *count);
 
@@ -351,12 +354,14 @@ int db_blob_oldest(struct db *db, long long before, long long after_at,
 		   const char *after_sha, struct db_blob *rows, size_t max,
 		   size_t *n);
 
-/* Forgets blob sha256 for eviction, in one transaction, unless something
- * must keep it: a registry ref names it, or it renders a page that is
- * fresh at now or being refreshed. The page rows it renders go with it
- * (the page is fetched again), and its garbage note. With dry_run the
- * checks run and nothing changes. Returns 0 (the caller unlinks the
- * blob), EBUSY when it must stay, or EIO. */
+/* Forgets blob sha256 for eviction, inside the write transaction the
+ * caller holds, unless something must keep it: a registry ref names it,
+ * or it renders a page that is fresh at now or being refreshed. The page
+ * rows it renders go with it (the page is fetched again), and its garbage
+ * note; the page's other rendering becomes garbage, due gc_grace after
+ * now. With dry_run the checks run and nothing changes. Returns 0 (the
+ * caller unlinks the blob before it commits: storage/gc.c), EBUSY when it
+ * must stay, or EIO. */
 int db_blob_evict(struct db *db, const char *sha256, long long now,
 		  int dry_run);
 

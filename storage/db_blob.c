@@ -62,6 +62,22 @@ static int prepare(struct db *db, const char *text, sqlite3_stmt **st)
 	return 0;
 }
 
+int db_blob_has(struct db *db, const char *sha256)
+{
+	sqlite3_stmt *st;
+	int err = prepare(db, "SELECT 1 FROM blobs WHERE sha256 = ?1", &st),
+	    rc;
+
+	if (err)
+		return err;
+	BIND_TEXT(st, 1, sha256);
+	rc = sqlite3_step(st);
+	err = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? ENOENT :
+	      db_fail(db, "blob row");
+	sqlite3_finalize(st);
+	return err;
+}
+
 int db_blob_fold(struct db *db, const char *prefix, long long at)
 {
 	/* prepared once: a run folds every slot touched since the last */
@@ -130,12 +146,14 @@ int db_blob_evict(struct db *db, const char *sha256, long long now, int dry_run)
 	    "         OR EXISTS (SELECT 1 FROM hosted"
 	    "         WHERE hosted.idx = pages.idx)))";
 	static const char *const drop[] = {
-	    /* the page's other rendering: due for the replaced-rendering
-	     * collector at once (fcgi/pages.c pages_collect) */
+	    /* the page's other rendering: garbage for the replaced-rendering
+	     * collector (fcgi/pages.c pages_collect), due gc_grace from now
+	     * like any other, so that a request which read the page row
+	     * before it went can still hand that rendering out */
 	    "INSERT OR IGNORE INTO garbage"
-	    " SELECT json_sha, 0 FROM pages"
+	    " SELECT json_sha, ?2 FROM pages"
 	    "  WHERE html_sha = ?1 AND json_sha != ?1 AND json_sha != ''"
-	    " UNION SELECT html_sha, 0 FROM pages"
+	    " UNION SELECT html_sha, ?2 FROM pages"
 	    "  WHERE json_sha = ?1 AND html_sha != ?1 AND html_sha != ''",
 	    "DELETE FROM pages WHERE json_sha = ?1 OR html_sha = ?1",
 	    "DELETE FROM garbage WHERE sha256 = ?1",
@@ -145,38 +163,29 @@ int db_blob_evict(struct db *db, const char *sha256, long long now, int dry_run)
 	long long n;
 	int err;
 
-	err = db_begin(db);
-	if (err)
-		return err;
 	err = prepare(db, kept, &st);
 	if (err)
-		goto out;
+		return err;
 	BIND_TEXT(st, 1, sha256);
 	sqlite3_bind_int64(st, 2, now);
 	n = count_of(st);
 	sqlite3_finalize(st);
 	st = NULL;
-	if (n < 0) {
-		err = db_fail(db, "blob evict");
-		goto out;
-	}
-	if (n > 0 || dry_run) {
-		err = n > 0 ? EBUSY : 0;
-		goto out;
-	}
+	if (n < 0)
+		return db_fail(db, "blob evict");
+	if (n > 0 || dry_run)
+		return n > 0 ? EBUSY : 0;
 	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]) && !err; i++) {
 		err = prepare(db, drop[i], &st);
 		if (err)
 			break;
 		BIND_TEXT(st, 1, sha256);
+		if (i == 0)
+			sqlite3_bind_int64(st, 2, now);
 		err = db_run(db, st, "blob evict");
 		sqlite3_finalize(st);
 		st = NULL;
 	}
-	if (!err)
-		return db_commit(db);
-out:
-	db_rollback(db);
 	return err;
 }
 

@@ -276,16 +276,39 @@ static void level1(struct ctx *c, const char *path, const char *name,
 	each_entry(path, level2, c, (void *)name);
 }
 
+/* Whether page row p names a rendering missing from the store. */
+static int page_dangles(const struct ctx *c, const struct db_page *p)
+{
+	return p->status == 200 && (!blob_exists(c->data_dir, p->json_sha) ||
+				    !blob_exists(c->data_dir, p->html_sha));
+}
+
+/* Whether the page still dangles under the write lock, which collectors
+ * unlink under: the rows read before may be from before an eviction
+ * whose transaction had unlinked the rendering but not yet committed
+ * (the page row goes with it). */
+static int page_dangles_locked(struct ctx *c, const char *index,
+			       const char *project)
+{
+	struct db_page now;
+	int dangles = 1;
+
+	if (db_begin(c->db))
+		return 1;
+	if (db_page_get(c->db, index, project, &now) != 0 ||
+	    !page_dangles(c, &now))
+		dangles = 0;
+	db_rollback(c->db);
+	return dangles;
+}
+
 static void check_page(const char *index, const char *project,
 		       const struct db_page *p, void *vctx)
 {
 	struct ctx *c = vctx;
 
 	c->r->pages++;
-	if (p->status != 200)
-		return;
-	if (blob_exists(c->data_dir, p->json_sha) &&
-	    blob_exists(c->data_dir, p->html_sha))
+	if (!page_dangles(c, p) || !page_dangles_locked(c, index, project))
 		return;
 	c->r->dangling_pages++;
 	fprintf(c->out, "dangling page: [%s] %s: rendering missing\n", index,
@@ -297,14 +320,31 @@ static void check_page(const char *index, const char *project,
 	}
 }
 
+/* Whether the row of sha256 is still there without its blob under the
+ * write lock (an eviction drops both in one transaction). */
+static int blob_row_lost_locked(struct ctx *c, const char *sha256)
+{
+	int lost = 1;
+
+	if (db_begin(c->db))
+		return 1;
+	if (db_blob_has(c->db, sha256) != 0 ||
+	    blob_exists(c->data_dir, sha256))
+		lost = 0;
+	db_rollback(c->db);
+	return lost;
+}
+
 /* An inventory row must name a blob in the store (eviction drops the
- * row before the file, a commit writes the file before the row). */
+ * row and the file in one transaction, a commit writes the file before
+ * the row). */
 static void check_inventory(const char *sha256, long long size, void *vctx)
 {
 	struct ctx *c = vctx;
 
 	(void)size;
-	if (blob_exists(c->data_dir, sha256))
+	if (blob_exists(c->data_dir, sha256) ||
+	    !blob_row_lost_locked(c, sha256))
 		return;
 	c->r->lost_rows++;
 	fprintf(c->out, "inventory row without its blob: %s\n", sha256);

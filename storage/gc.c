@@ -102,16 +102,61 @@ int gc_due(const char *data_dir, long long max_size, long min_free)
 	       avail * 100 < size * min_free;
 }
 
+/* Evicts one blob: decides, forgets its rows and unlinks it (and its .gz
+ * copy) inside one write transaction. A publish, a renderer or the
+ * replaced-rendering collector that takes the write lock after it finds
+ * the file gone (and stores it again); one that took it before has named
+ * the blob, and it stays. Returns 0, EBUSY when it must stay (named, or
+ * used within grace by the table), or an errno. */
+static int evict_one(struct db *db, const char *data_dir,
+                     const struct db_blob *row, long long now,
+                     long long cutoff, int dry_run)
+{
+	char path[PATH_MAX];
+	int err, rm;
+
+	/* used since the fold, or just now */
+	if (lru_get(row->sha256) > cutoff)
+		return EBUSY;
+	if (dry_run)
+		return db_blob_evict(db, row->sha256, now, 1);
+	err = db_begin(db);
+	if (err)
+		return err;
+	err = db_blob_evict(db, row->sha256, now, 0);
+	/* handed out while we looked; read again under the lock, just
+	 * before the unlink (a request that records its use after this
+	 * finds the blob gone when it hands it out: a miss, fcgi/send.c) */
+	if (!err && lru_get(row->sha256) > cutoff)
+		err = EBUSY;
+	if (err) {
+		db_rollback(db);
+		return err;
+	}
+	rm = blob_remove(data_dir, row->sha256);
+	if (rm && rm != ENOENT &&
+	    blob_path(data_dir, row->sha256, path, sizeof(path)) == 0)
+		log_warn(rm, path, "evicting");
+	err = db_commit(db);
+	if (err) {
+		db_rollback(db);
+		if (blob_path(data_dir, row->sha256, path, sizeof(path)) == 0)
+			log_error(err, path, "evicted, but its rows stay "
+			          "(larder fsck --repair drops them)");
+	}
+	return err;
+}
+
 /* Evicts candidates until the goals are met. */
 static int evict(struct db *db, const char *data_dir, const struct gc_opts *o,
                  long long need_bytes, long long need_free, struct gc_report *r)
 {
 	struct db_blob rows[BATCH];
-	char path[PATH_MAX], after[65] = "";
+	char after[65] = "";
 	long long now = (long long)time(NULL), cutoff = now - o->grace;
 	long long after_at = -1;
 	size_t n;
-	int err, rm;
+	int err;
 
 	while (r->evicted_bytes < need_bytes || r->evicted_bytes < need_free) {
 		err = db_blob_oldest(db, cutoff, after_at, after, rows, BATCH,
@@ -122,35 +167,14 @@ static int evict(struct db *db, const char *data_dir, const struct gc_opts *o,
 			if (r->evicted_bytes >= need_bytes &&
 			    r->evicted_bytes >= need_free)
 				break;
-			/* used since the fold, or just now */
-			if (lru_get(rows[i].sha256) > cutoff) {
-				r->kept++;
-				continue;
-			}
-			err =
-			    db_blob_evict(db, rows[i].sha256, now, o->dry_run);
+			err = evict_one(db, data_dir, &rows[i], now, cutoff,
+			                o->dry_run);
 			if (err == EBUSY) {
 				r->kept++;
 				continue;
 			}
 			if (err)
 				return err;
-			/* handed out while its row went: it stays after all */
-			if (!o->dry_run && lru_get(rows[i].sha256) > cutoff) {
-				err = db_blob_add(db, rows[i].sha256,
-				                  rows[i].size);
-				if (err)
-					return err;
-				r->kept++;
-				continue;
-			}
-			/* (its .gz copy too: the row's size counts both) */
-			rm = o->dry_run ? 0 : blob_remove(data_dir,
-			                                  rows[i].sha256);
-			if (rm && rm != ENOENT &&
-			    blob_path(data_dir, rows[i].sha256, path,
-			              sizeof(path)) == 0)
-				log_warn(rm, path, "evicting");
 			if (!o->dry_run) {
 				stats_add(STATS_EVICTED_BLOBS, 1);
 				stats_add(STATS_EVICTED_BYTES,
@@ -244,15 +268,36 @@ struct known {
 	int seen; /* its file was found */
 };
 
+/* A blob file the inventory lacks, as the walk found it. */
+struct found {
+	char sha256[65];
+	long long size; /* with its .gz copy's */
+	long long mtime;
+};
+
 struct walk {
-	struct db *db;
 	const char *data_dir;
-	int dry_run;
 	struct known *rows; /* the inventory, sorted */
 	size_t n, cap;
-	long added, dropped;
+	struct found *adds; /* files not in it */
+	size_t nadds, capadds;
 	int err;
 };
+
+/* Returns v (of *cap items of size each) grown to hold one more than n,
+ * or NULL (v stays the caller's). */
+static void *grow(void *v, size_t *cap, size_t n, size_t size)
+{
+	size_t ncap = *cap ? *cap * 2 : 1024;
+	void *grown;
+
+	if (n < *cap)
+		return v;
+	grown = realloc(v, ncap * size);
+	if (grown)
+		*cap = ncap;
+	return grown;
+}
 
 static void collect(const char *sha256, long long size, void *vctx)
 {
@@ -260,17 +305,14 @@ static void collect(const char *sha256, long long size, void *vctx)
 	struct known *grown;
 
 	(void)size;
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 1024;
-
-		grown = realloc(w->rows, cap * sizeof(*grown));
-		if (!grown) {
-			w->err = ENOMEM;
-			return;
-		}
-		w->rows = grown;
-		w->cap = cap;
+	if (w->err)
+		return;
+	grown = grow(w->rows, &w->cap, w->n, sizeof(*w->rows));
+	if (!grown) {
+		w->err = ENOMEM;
+		return;
 	}
+	w->rows = grown;
 	snprintf(w->rows[w->n].sha256, 65, "%s", sha256);
 	w->rows[w->n++].seen = 0;
 }
@@ -281,10 +323,11 @@ static int by_sha(const void *a, const void *b)
 	              ((const struct known *)b)->sha256);
 }
 
-/* Adds DIR/name, a blob file, to the inventory unless it has it. */
+/* Notes DIR/name, a blob file, as seen, or as one to add. */
 static void add_file(struct walk *w, const char *dir, const char *name)
 {
 	struct known key, *k;
+	struct found *f;
 	char path[PATH_MAX];
 	struct stat st;
 	long long gz;
@@ -292,7 +335,8 @@ static void add_file(struct walk *w, const char *dir, const char *name)
 	if (!names_is_sha256(name))
 		return;
 	snprintf(key.sha256, sizeof(key.sha256), "%s", name);
-	k = bsearch(&key, w->rows, w->n, sizeof(*w->rows), by_sha);
+	k = w->n ? bsearch(&key, w->rows, w->n, sizeof(*w->rows), by_sha) :
+		    NULL;
 	if (k) {
 		k->seen = 1;
 		return;
@@ -301,12 +345,17 @@ static void add_file(struct walk *w, const char *dir, const char *name)
 	        sizeof(path) ||
 	    stat(path, &st) < 0 || !S_ISREG(st.st_mode))
 		return;
-	w->added++;
+	f = grow(w->adds, &w->capadds, w->nadds, sizeof(*w->adds));
+	if (!f) {
+		w->err = ENOMEM;
+		return;
+	}
+	w->adds = f;
 	gz = blob_gz_size(w->data_dir, name); /* a page's copy is its bytes */
-	if (!w->dry_run && !w->err)
-		w->err = db_blob_add_at(w->db, name,
-		                        (long long)st.st_size + (gz > 0 ? gz : 0),
-		                        (long long)st.st_mtime);
+	f = &w->adds[w->nadds++];
+	snprintf(f->sha256, sizeof(f->sha256), "%s", name);
+	f->size = (long long)st.st_size + (gz > 0 ? gz : 0);
+	f->mtime = (long long)st.st_mtime;
 }
 
 /* Calls fn(w, path, name) for each entry of dir but . and .. */
@@ -343,14 +392,77 @@ static void walk_top(struct walk *w, const char *dir, const char *name)
 		each_entry(w, sub, walk_leaf);
 }
 
+/* Adds the rows of the files found, BATCH to a write transaction: the
+ * file is looked at again under the lock (a collector unlinks under it),
+ * so no row is added for a blob deleted since the walk. */
+static int add_rows(struct db *db, const struct walk *w, long *added)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < w->nadds && !err; i += BATCH) {
+		err = db_begin(db);
+		for (size_t j = i; j < w->nadds && j < i + BATCH && !err;
+		     j++) {
+			if (!blob_exists(w->data_dir, w->adds[j].sha256))
+				continue;
+			err = db_blob_add_at(db, w->adds[j].sha256,
+			                     w->adds[j].size, w->adds[j].mtime);
+			if (!err)
+				(*added)++;
+		}
+		if (!err)
+			err = db_commit(db);
+		if (err)
+			db_rollback(db);
+	}
+	return err;
+}
+
+/* Drops the rows whose file the walk did not see, BATCH to a write
+ * transaction, if the file is still missing under the lock (a blob put
+ * since the walk keeps its row). With dry_run it only counts. */
+static int drop_rows(struct db *db, const struct walk *w, int dry_run,
+                     long *dropped)
+{
+	size_t i = 0, j;
+	int err = 0;
+
+	while (i < w->n && !err) {
+		if (w->rows[i].seen) {
+			i++;
+			continue;
+		}
+		err = dry_run ? 0 : db_begin(db);
+		for (j = 0; i < w->n && j < BATCH && !err; i++) {
+			if (w->rows[i].seen)
+				continue;
+			j++;
+			if (blob_exists(w->data_dir, w->rows[i].sha256))
+				continue;
+			(*dropped)++;
+			if (!dry_run)
+				err = db_blob_delete(db, w->rows[i].sha256);
+		}
+		if (dry_run)
+			continue;
+		if (!err)
+			err = db_commit(db);
+		if (err)
+			db_rollback(db);
+	}
+	return err;
+}
+
 int gc_reconcile(struct db *db, const char *data_dir, int dry_run, long *added,
                  long *dropped)
 {
-	struct walk w = {.db = db, .data_dir = data_dir, .dry_run = dry_run};
+	struct walk w = {.data_dir = data_dir};
 	char top[PATH_MAX];
 	int err;
 
 	*added = *dropped = 0;
+	/* the inventory as it is now, then the walk, without a lock: on a
+	 * big store the walk takes longer than a worker waits for one */
 	err = db_blob_each(db, collect, &w);
 	if (!err)
 		err = w.err;
@@ -359,29 +471,20 @@ int gc_reconcile(struct db *db, const char *data_dir, int dry_run, long *added,
 	if (w.n) /* (qsort wants an array, even of none) */
 		qsort(w.rows, w.n, sizeof(*w.rows), by_sha);
 	snprintf(top, sizeof(top), "%s/blobs/sha256", data_dir);
-	err = dry_run ? 0 : db_begin(db);
-	if (!err)
-		err = each_entry(&w, top, walk_top);
+	err = each_entry(&w, top, walk_top);
 	if (!err)
 		err = w.err;
-	for (size_t i = 0; i < w.n && !err; i++) {
-		/* not seen in the walk: gone, unless it came meanwhile */
-		if (w.rows[i].seen || blob_exists(data_dir, w.rows[i].sha256))
-			continue;
-		w.dropped++;
-		if (!dry_run)
-			err = db_blob_delete(db, w.rows[i].sha256);
-	}
-	if (!dry_run) {
-		if (!err)
-			err = db_commit(db);
-		if (err)
-			db_rollback(db);
-	}
-	*added = w.added;
-	*dropped = w.dropped;
+	if (err)
+		goto out;
+	if (dry_run)
+		*added = (long)w.nadds;
+	else
+		err = add_rows(db, &w, added);
+	if (!err)
+		err = drop_rows(db, &w, dry_run, dropped);
 out:
 	free(w.rows);
+	free(w.adds);
 	return err;
 }
 

@@ -21,9 +21,12 @@
  * refreshed, bodies a registry ref names (manifests, tag and referrers
  * lists), anything used within grace seconds (by the table, re-read just
  * before each unlink), and temp files of fetches (they are not in blobs/).
- * Eviction deletes the inventory row (and the page rows), then unlinks
- * the blob; listings (files, oci_blobs) stay, so the next request for the
- * blob fetches it again.
+ * Eviction decides, deletes the inventory row (and the page rows) and
+ * unlinks the blob inside one write transaction: whatever names a blob
+ * (a publish, a renderer) does so under that same lock, after finding the
+ * file there, so a blob is never unlinked once something named it, nor
+ * named once it is unlinked. Listings (files, oci_blobs) stay, so the next
+ * request for the blob fetches it again.
  */
 #ifndef LARDER_GC_H
 #define LARDER_GC_H
@@ -77,7 +80,9 @@ int gc_after_commit(struct db *db, const char *data_dir,
 
 /* Brings the inventory in line with blobs/: adds rows for files it lacks
  * (a store from before it, used_at from the file's mtime) and drops rows
- * whose file is gone; with dry_run it only counts. Returns 0 or an errno;
+ * whose file is gone; with dry_run it only counts. The walk holds no
+ * lock; the rows change in short write transactions (BATCH rows each),
+ * each file looked at again under the lock. Returns 0 or an errno;
  * *added and *dropped say how many. */
 int gc_reconcile(struct db *db, const char *data_dir, int dry_run, long *added,
                  long *dropped);

@@ -9,6 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "storage/blob.h"
+#include "storage/db_sql.h"
+#include "storage/gc.h"
 #include "storage/lru.h"
 #include "tests/unit/t.h"
 
@@ -135,6 +138,87 @@ T(torn_and_foreign)
 	CHECK_INT(lru_bytes(), -1);
 }
 
+/* What the commit hook saw of the store at each commit of gc's connection
+ * that forgot a blob's row. */
+struct seen_commit {
+	const char *dir;
+	char sha[65];
+	int forgot;        /* a row of blobs was deleted in this transaction */
+	int evicting;      /* commits that forgot it */
+	int file_at_commit; /* ... with its file still in the store */
+};
+
+static void on_update(void *ctx, int op, const char *db, const char *table,
+		      sqlite3_int64 rowid)
+{
+	struct seen_commit *s = ctx;
+
+	(void)db;
+	(void)rowid;
+	if (op == SQLITE_DELETE && strcmp(table, "blobs") == 0)
+		s->forgot = 1;
+}
+
+static int on_commit(void *ctx)
+{
+	struct seen_commit *s = ctx;
+
+	if (s->forgot) {
+		s->evicting++;
+		s->file_at_commit += blob_exists(s->dir, s->sha);
+	}
+	s->forgot = 0;
+	return 0;
+}
+
+static void on_rollback(void *ctx)
+{
+	((struct seen_commit *)ctx)->forgot = 0;
+}
+
+/* gc decides and unlinks under one write lock: when the transaction that
+ * forgets a blob commits, its file is already gone. (It unlinked after
+ * the commit: an upload or a page rendering of the same bytes that took
+ * the lock in between found the file, named it, and lost it to the
+ * unlink: issue 28, items 1 and 2.) */
+T(evict_unlinks_under_the_lock)
+{
+	char gdir[] = "/tmp/larder-test-gc-XXXXXX", sha[65];
+	struct gc_opts o = {.max_size = 1, .grace = 60, .wait = 1};
+	struct seen_commit seen = {0};
+	struct gc_report r;
+	struct db *db = NULL;
+
+	if (!mkdtemp(gdir)) {
+		CHECK(!"mkdtemp failed");
+		return;
+	}
+	CHECK_INT(blob_init(gdir), 0);
+	CHECK_INT(lru_open(gdir), 0);
+	CHECK_INT(db_open(gdir, &db), 0);
+	CHECK_INT(blob_put(gdir, "evict me", 8, sha), 0);
+	/* last used long ago: due for eviction */
+	CHECK_INT(db_blob_add_at(db, sha, 8, 1000), 0);
+	seen.dir = gdir;
+	snprintf(seen.sha, sizeof(seen.sha), "%s", sha);
+	sqlite3_update_hook(db->conn, on_update, &seen);
+	sqlite3_commit_hook(db->conn, on_commit, &seen);
+	sqlite3_rollback_hook(db->conn, on_rollback, &seen);
+	CHECK_INT(gc_run(db, gdir, &o, &r), 0);
+	CHECK_INT(r.evicted, 1);
+	CHECK_INT(blob_exists(gdir, sha), 0);
+	CHECK_INT(seen.evicting, 1);
+	CHECK_INT(seen.file_at_commit, 0);
+	sqlite3_commit_hook(db->conn, NULL, NULL);
+	sqlite3_update_hook(db->conn, NULL, NULL);
+	sqlite3_rollback_hook(db->conn, NULL, NULL);
+	db_close(db);
+	lru_close();
+	snprintf(path, sizeof(path), "rm -rf %s", gdir);
+	CHECK_INT(system(path), 0);
+	snprintf(path, sizeof(path), "%s/lru.shm", dir);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -144,6 +228,7 @@ int main(void)
 	RUN(probe_overflow);
 	RUN(bytes);
 	RUN(torn_and_foreign);
+	RUN(evict_unlinks_under_the_lock);
 	unlink(path);
 	rmdir(dir);
 	return t_done();
