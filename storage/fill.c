@@ -73,13 +73,18 @@ static int check(const struct fill_want *want, int fd, const char *sha,
  * the blob sha256 of size bytes (when rc is 0), the metadata hash of the
  * file meta_of (when not NULL; provisional when prov), the outcome and the
  * end of the claim in one transaction; then lets go of the temp file and
- * its lock. */
-static void settle(struct db *db, struct flight *f, const char *key, int rc,
-		   const char *sha256, long long size, const char *meta_of,
-		   int prov, const char *err)
+ * its lock. The blob was published before the transaction, outside the
+ * lock the collectors unlink under: inside it, it is put again from f's
+ * still open file when a collector took it in between, so the row never
+ * names a missing file. */
+static void settle(struct db *db, const char *data_dir, struct flight *f,
+		   const char *key, int rc, const char *sha256, long long size,
+		   const char *meta_of, int prov, const char *err)
 {
 	int dberr = db_begin(db);
 
+	if (!dberr && !rc && !blob_exists(data_dir, sha256))
+		dberr = blob_put_fd(data_dir, f->fd, sha256);
 	if (!dberr && !rc)
 		dberr = db_blob_add(db, sha256, size);
 	if (!dberr && !rc && meta_of)
@@ -96,7 +101,7 @@ static void settle(struct db *db, struct flight *f, const char *key, int rc,
 		flight_done(db, f);
 		/* the blob is in the store: the collector must know it, or
 		 * only a reconciling `larder gc' would ever find it */
-		if (!rc)
+		if (!rc && blob_exists(data_dir, sha256))
 			dberr = db_blob_add(db, sha256, size);
 	}
 	if (!rc && !dberr)
@@ -146,7 +151,7 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 		log_error(rc, want->key, "%s", err);
 		sha256[0] = '\0';
 	}
-	settle(db, f, want->key, rc, sha256, size, NULL, 0, err);
+	settle(db, data_dir, f, want->key, rc, sha256, size, NULL, 0, err);
 	return rc;
 }
 
@@ -189,7 +194,7 @@ int fill_made(struct db *db, const char *data_dir, struct flight *f,
 	}
 	if (rc)
 		sha256[0] = '\0';
-	settle(db, f, f->key, rc, sha256, (long long)len, meta_of,
+	settle(db, data_dir, f, f->key, rc, sha256, (long long)len, meta_of,
 	       provisional, err);
 	return rc;
 }

@@ -10,7 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/sha256.h"
 #include "storage/blob.h"
+#include "storage/db_sql.h"
+#include "storage/fill.h"
 #include "storage/flight.h"
 #include "tests/unit/t.h"
 
@@ -196,6 +199,59 @@ T(key_lengths)
 	unstore(dir, db);
 }
 
+/* What the tracer below does: unlinks blob sha as the first BEGIN starts,
+ * as a collector would between fill's publish and its transaction. */
+struct thief {
+	const char *dir;
+	char sha[65];
+	int struck;
+};
+
+static int steal_at_begin(unsigned type, void *ctx, void *p, void *x)
+{
+	struct thief *t = ctx;
+	char path[512];
+
+	(void)type;
+	(void)x;
+	if (t->struck ||
+	    strncmp(sqlite3_sql((sqlite3_stmt *)p), "BEGIN", 5) != 0)
+		return 0;
+	if (blob_path(t->dir, t->sha, path, sizeof(path)) == 0 &&
+	    unlink(path) == 0)
+		t->struck = 1;
+	return 0;
+}
+
+/* A blob a collector takes after fill published it and before the
+ * transaction that names it is put again inside that transaction: the
+ * inventory never names a missing file (issue 28: fill_run and fill_made
+ * published, then settled outside the collectors' lock). */
+T(fill_keeps_a_blob_taken_before_its_row)
+{
+	char dir[] = "/tmp/larder-test-fill-XXXXXX", sha[65], err[256];
+	const char bytes[] = "made here, taken by a collector";
+	struct db *db = store(dir);
+	struct thief t = {0};
+	struct flight f;
+	int owner;
+
+	if (!db)
+		return;
+	t.dir = dir;
+	CHECK_INT(sha256_hex(bytes, sizeof(bytes) - 1, t.sha), 0);
+	CHECK_INT(flight_claim(db, dir, "made:x", 10, &owner, &f), 0);
+	CHECK_INT(owner, 1);
+	sqlite3_trace_v2(db->conn, SQLITE_TRACE_STMT, steal_at_begin, &t);
+	CHECK_INT(fill_made(db, dir, &f, bytes, sizeof(bytes) - 1, NULL, 0,
+			    NULL, sha, err, sizeof(err)), 0);
+	sqlite3_trace_v2(db->conn, 0, NULL, NULL);
+	CHECK_INT(t.struck, 1);
+	CHECK_STR(sha, t.sha);
+	CHECK_INT(blob_exists(dir, sha), 1);
+	unstore(dir, db);
+}
+
 int main(void)
 {
 	RUN(claim_follow_done);
@@ -203,5 +259,6 @@ int main(void)
 	RUN(unclaimed_temp_of_a_dead_maker);
 	RUN(dead_owner_is_taken_over);
 	RUN(key_lengths);
+	RUN(fill_keeps_a_blob_taken_before_its_row);
 	return t_done();
 }
