@@ -83,6 +83,13 @@ static int send_headers(struct pump *p)
 	if (*p->want->expect) {
 		req_header(r, "ETag", "\"%s\"", p->want->expect);
 		req_header(r, "Cache-Control", "%s", send_immutable(r));
+	} else if (p->want->meta_of) {
+		/* metadata no page vouched for: as fcgi/metadata.h serves
+		 * what it made from range reads */
+		req_header(r, "Cache-Control", "%s, max-age=%ld",
+			   r->private_index ? "private" : "public",
+			   p->w->conf->cache_ttl);
+		req_header(r, "X-Larder-Metadata", "provisional");
 	}
 	return req_start(r, 200);
 }
@@ -185,8 +192,12 @@ static int fill(struct pump *p, struct db *db, char *err, size_t errlen)
 
 	p->db = db;
 	rc = fill_run(db, c->data_dir, &p->t.f, &fw, &h, sha, err, errlen);
-	if (!rc && want->meta_of)
-		db_file_set_meta(db, want->meta_of, sha);
+	/* bytes no hash vouched for: provisional, until the verified file
+	 * says what its metadata is (fcgi/metadata.h) */
+	if (!rc && want->meta_of &&
+	    (db_file_set_meta_as(db, want->meta_of, sha, 1) ||
+	     db_outcome_put(db, want->key, sha, FILL_PROVISIONAL)))
+		log_warn(0, want->key, "recording provisional metadata failed");
 	if (!rc && want->stored)
 		want->stored(db, sha, p->t.size, want->ctx);
 	tail_filled(&p->t, rc, sha);

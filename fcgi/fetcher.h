@@ -28,7 +28,10 @@ struct fetcher_want {
 	long long size;           /* expected size, -1 unknown */
 	const char *content_type;
 	const char *meta_of;      /* for a .metadata without a promised hash:
-	                             the file whose metadata hash to record */
+	                             the file whose metadata hash to record,
+	                             as provisional (served without ETag,
+	                             short-lived, X-Larder-Metadata:
+	                             provisional) */
 	/* when not NULL: called by the process that fetched the blob, with
 	 * its database, once the blob is in the store (what the caller
 	 * records of it must not depend on a client that may be gone) */

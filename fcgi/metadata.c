@@ -305,12 +305,13 @@ static int make(struct worker *w, int from, const struct db_file *f,
 		return rc;
 	*provisional = prov;
 	if (*old && strcmp(old, meta_sha) != 0) {
-		log_error(0, filename, "METADATA MISMATCH: what range "
-			  "reads of %s gave (metadata sha256 %s, provisional) "
-			  "is not what the verified file %s says (metadata "
-			  "sha256 %s): the upstream served other bytes; the "
-			  "verified metadata replaces it", f->url, old, sha256,
-			  meta_sha);
+		log_error(0, filename, "METADATA MISMATCH: what %s%s "
+			  "gave (metadata sha256 %s, provisional) is not what "
+			  "the verified file %s says (metadata sha256 %s): the "
+			  "upstream served other bytes; the verified metadata "
+			  "replaces it", f->has_meta ? "" : "range reads of ",
+			  f->has_meta ? "the upstream's .metadata" : f->url,
+			  old, sha256, meta_sha);
 		stats_add(STATS_META_MISMATCH, 1);
 	}
 	/* the page's next refresh renders it again, with the hash (a 304
@@ -339,7 +340,9 @@ int metadata_make(struct worker *w, int from, const struct db_file *f,
 		memcpy(meta_sha, f->meta_sha, 65);
 		return 0;
 	}
-	if (mode == CONF_SYNTH_NO) {
+	/* the upstream's own, provisional (no hash vouched for it): read
+	 * again from the verified file, whatever synthesize_metadata says */
+	if (mode == CONF_SYNTH_NO && !f->has_meta) {
 		snprintf(err, errlen, "%s: the upstream lists no metadata for "
 			 "it, and this index makes none (synthesize_metadata "
 			 "= no)", filename);
@@ -351,9 +354,11 @@ int metadata_make(struct worker *w, int from, const struct db_file *f,
 	if (distname_parse(filename, &dn) ||
 	    (dn.kind != DISTNAME_WHEEL && !local) ||
 	    (dn.kind != DISTNAME_WHEEL && dn.kind != DISTNAME_SDIST_TGZ &&
-	     dn.kind != DISTNAME_SDIST_ZIP) || (local_only && !local)) {
+	     dn.kind != DISTNAME_SDIST_ZIP) ||
+	    ((local_only || f->has_meta) && !local)) {
 		snprintf(err, errlen, "%s: %s", filename,
-			 dn.kind == DISTNAME_WHEEL || local_only ?
+			 dn.kind == DISTNAME_WHEEL || local_only ||
+			 f->has_meta ?
 			 "not in the store" :
 			 "an sdist's metadata comes from a stored copy only");
 		return ENOENT;
@@ -361,6 +366,8 @@ int metadata_make(struct worker *w, int from, const struct db_file *f,
 	if (flight_key(key, "meta:%s", sha256))
 		return ENAMETOOLONG;
 	rc = prior(w, key, sha256, local, meta_sha, &prov, err, errlen);
+	if (rc > 0 && f->meta_prov && strcmp(meta_sha, f->meta_sha) == 0)
+		prov = 1;
 	if (rc > 0 && (!prov || (!local && mode == CONF_SYNTH_RANGES))) {
 		*provisional = prov;
 		return 0;
@@ -427,6 +434,15 @@ int metadata_ensure(struct worker *w, int idx, const char *sha256,
 	if (!f.has_meta && w->conf->index[from].type != CONF_INDEX_HOSTED)
 		return metadata_make(w, from, &f, sha256, filename, 0,
 				     meta_sha, &prov, err, errlen);
+	/* the upstream's, provisional: verified once the file is stored */
+	if (f.meta_prov && *f.meta_sha &&
+	    (metadata_make(w, from, &f, sha256, filename, 1, meta_sha, &prov,
+			   err, errlen) == 0 ||
+	     (send_stored(w, f.meta_sha) &&
+	      memcpy(meta_sha, f.meta_sha, 65)))) {
+		*err = '\0';
+		return 0;
+	}
 	if (!f.has_meta) {
 		snprintf(err, errlen, "%s: no metadata is listed for it",
 			 filename);
@@ -556,6 +572,35 @@ void metadata_serve(struct worker *w, struct req *r, int from,
 	req_header(r, "X-Larder-Metadata", "verified");
 	if (send_blob(w, r, meta_sha, &o))
 		req_error(r, 500, "cannot read the stored metadata");
+}
+
+int metadata_serve_listed(struct worker *w, struct req *r, int from,
+			  const struct db_file *f, const char *sha256,
+			  const char *filename)
+{
+	struct send_opts o = {.cache_control = SEND_IMMUTABLE,
+			      .content_type = "text/plain; charset=utf-8"};
+	char meta_sha[65] = "", err[1024] = "";
+	int prov = 1;
+
+	if (!f->has_meta || !f->meta_prov || !*f->meta_sha)
+		return 0;
+	/* the verified file is stored: what it says replaces the
+	 * upstream's (a difference is logged and counted) */
+	if (blob_exists(w->conf->data_dir, sha256) &&
+	    metadata_make(w, from, f, sha256, filename, 1, meta_sha, &prov,
+			  err, sizeof(err)) == 0 && !prov) {
+		r->cache = "HIT";
+		req_header(r, "X-Larder-Metadata", "verified");
+		if (send_blob(w, r, meta_sha, &o))
+			req_error(r, 500, "cannot read the stored metadata");
+		return 1;
+	}
+	if (!send_stored(w, f->meta_sha))
+		return 0;
+	r->cache = "HIT";
+	send_provisional(w, r, f->meta_sha);
+	return 1;
 }
 
 void metadata_advertise(struct worker *w, const struct conf_index *ix,

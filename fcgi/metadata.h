@@ -71,6 +71,18 @@ void metadata_serve(struct worker *w, struct req *r, int from,
 		    const struct db_file *f, const char *sha256,
 		    const char *filename);
 
+/* Answers r, a request for the .metadata of a file listed as f by the
+ * cache index at position from, when the upstream advertised it without a
+ * hash and larder fetched it (provisional): once the file itself is in the
+ * store (verified), the metadata read from it, verified, replacing the
+ * upstream's (a difference is logged and counted); before, the upstream's
+ * as metadata_serve() sends provisional metadata. Returns 1 when r was
+ * answered; 0 when the caller fetches it (not provisional, or the blob is
+ * gone). */
+int metadata_serve_listed(struct worker *w, struct req *r, int from,
+			  const struct db_file *f, const char *sha256,
+			  const char *filename);
+
 /* Where the page that lists a file is: what a page's rendering depends
  * on of a download. */
 struct metadata_page {
@@ -84,8 +96,9 @@ struct metadata_page {
  * outlive it, as must filename) is served by worker w: for an sdist, has
  * the page rendered again at its next refresh once the file is stored, so
  * that the page can advertise the metadata the stored sdist gives
- * (metadata_advertise()); for a wheel whose metadata was made from range
- * reads (provisional), reads it again from the verified file once that is
+ * (metadata_advertise()); for a wheel whose metadata is provisional (made
+ * from range reads, or the upstream's fetched with no hash promised),
+ * reads it again from the verified file once that is
  * stored, and the verified metadata replaces it (a difference is logged
  * and counted). */
 void metadata_watch(struct worker *w, struct fetcher_want *want,

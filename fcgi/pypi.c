@@ -226,7 +226,8 @@ int pypi_file_want(struct worker *w, int from, const struct db_file *f,
 		return *sha && send_stored(w, sha);
 	}
 	if (metadata) {
-		snprintf(sha, 65, "%s", f->meta_sha);
+		/* a provisional hash is nobody's promise */
+		snprintf(sha, 65, "%s", f->meta_prov ? "" : f->meta_sha);
 		flight_key(key, "meta:%s", sha256);
 		snprintf(url, 2100, "%s.metadata", f->url);
 		if (!*sha)
@@ -325,6 +326,9 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 			return;
 		}
 	}
+	if (rt->metadata && !rt->provenance &&
+	    metadata_serve_listed(w, r, from, &f, rt->sha256, rt->filename))
+		return;
 	kind = rt->provenance ? PYPI_PROVENANCE : rt->metadata;
 	stored = pypi_file_want(w, from, &f, rt->sha256, kind, &want, &fo,
 			   key, url, sha);

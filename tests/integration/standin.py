@@ -35,6 +35,8 @@ current setting:
                                  core-metadata and data-dist-info-metadata as
                                  pypi.org; add "dist-info-metadata" to play a
                                  pre-PEP 714 index that breaks pip < 23.1)
+   "meta_no_hash": bool,         advertise PEP 658 metadata without its hash
+                                 (JSON true, data-core-metadata="true")
    "sizes": {filename: n},       the size JSON pages advertise for a file
                                  (a page that lies about it)
    "ignore_range": bool,         answer file GETs with a Range 200 and the
@@ -305,6 +307,7 @@ class State:
         self.delay = 0.0
         self.json_metadata_keys = list(JSON_METADATA_KEYS)
         self.sizes = {}
+        self.meta_no_hash = False
         self.ignore_range = False
         self.project_status = {}
         self.faults = []     # rules, each with "left": requests it has left
@@ -359,6 +362,8 @@ class State:
                 self.sizes = {str(k): int(v) for k, v in (body["sizes"] or {}).items()}
             if "ignore_range" in body:
                 self.ignore_range = bool(body["ignore_range"])
+            if "meta_no_hash" in body:
+                self.meta_no_hash = bool(body["meta_no_hash"])
             if "project_status" in body:
                 self.project_status = {normalise(str(k)): dict(v) for k, v in
                                        (body["project_status"] or {}).items()}
@@ -375,6 +380,7 @@ class State:
                 "json_metadata_keys": list(self.json_metadata_keys),
                 "sizes": dict(self.sizes),
                 "ignore_range": self.ignore_range,
+                "meta_no_hash": self.meta_no_hash,
                 "project_status": dict(self.project_status),
                 "faults": [{k: v for k, v in r.items() if k != "left"}
                            for r in self.faults],
@@ -903,6 +909,8 @@ class Standin:
             if i["version"] not in versions:
                 versions.append(i["version"])
             meta = {"sha256": i["metadata_sha256"]} if i["metadata_sha256"] else False
+            if meta and self.state.meta_no_hash:
+                meta = True
             files.append({
                 "filename": i["filename"],
                 "url": self.file_url(i),
@@ -947,7 +955,10 @@ class Standin:
             attrs = ['href="%s#sha256=%s"' % (html.escape(self.file_url(i)), i["sha256"])]
             if i["requires_python"]:
                 attrs.append('data-requires-python="%s"' % html.escape(i["requires_python"]))
-            if i["metadata_sha256"]:
+            if i["metadata_sha256"] and self.state.meta_no_hash:
+                attrs.append('data-dist-info-metadata="true"')
+                attrs.append('data-core-metadata="true"')
+            elif i["metadata_sha256"]:
                 attrs.append('data-dist-info-metadata="sha256=%s"' % i["metadata_sha256"])
                 attrs.append('data-core-metadata="sha256=%s"' % i["metadata_sha256"])
             if i["yanked"] is not None:

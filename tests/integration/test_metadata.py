@@ -18,6 +18,7 @@ import gzip
 import hashlib
 import io
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -736,3 +737,125 @@ def test_failed_range_reads_do_not_outlive_the_verified_wheel(bare, tmp_path):
     r = bare.get(file_path(bare, f, ".metadata"))
     assert r.status == 200 and r.body == wheel_metadata(genuine), r
     assert "immutable" in r.header("Cache-Control")
+
+
+def lying_metadata_sibling(st, tmp_path):
+    """metapkg 1.0 (the genuine build) with a .metadata beside it that says
+    evilpkg, advertised with no hash. Returns the wheel's path and name,
+    the lie and the wheel's true METADATA."""
+    genuine, _, name = same_size_builds(tmp_path)
+    want = wheel_metadata(genuine)
+    lie = want.replace(b"goodpkg", b"evilpkg")
+    assert lie != want
+    add_dist(st, genuine, name)
+    add_dist(st, lie, name + ".metadata")
+    st.standin.control(meta_no_hash=True)
+    return genuine, name, lie, want
+
+
+def assert_provisional(r):
+    assert_not_vouched(r)
+    assert r.header("X-Larder-Metadata") == "provisional", r.headers
+    cc = r.header("Cache-Control") or ""
+    assert "max-age=1" in cc and "no-store" not in cc, cc
+
+
+def test_upstream_metadata_without_a_hash_is_provisional(bare, tmp_path):
+    """The upstream advertises metadata with no hash (core-metadata: true)
+    and serves a .metadata that lies about the wheel: larder passes it on as
+    provisional until the verified wheel says what its metadata is."""
+    genuine, name, lie, want = lying_metadata_sibling(bare, tmp_path)
+    f = files_of(bare, "metapkg")[name]
+    assert f["core-metadata"] is True, f
+    # from the upstream, then from the store: provisional both times
+    for _ in range(2):
+        r = bare.get(file_path(bare, f, ".metadata"))
+        assert r.status == 200 and r.body == lie, r
+        assert_provisional(r)
+    assert bare.standin.counters()["metadata"].get(name) == 1
+    # no page advertises its hash
+    time.sleep(1.2)
+    assert files_of(bare, "metapkg")[name]["core-metadata"] is True
+    html = page(bare, "metapkg", accept="text/html").body.decode()
+    assert hashlib.sha256(lie).hexdigest() not in html
+    assert metric(bare, "larder_metadata_mismatch_total") == 0
+    # the wheel is fetched and verified: its METADATA replaces the lie
+    r = bare.get(file_path(bare, f))
+    assert r.status == 200 and r.body == open(genuine, "rb").read(), r
+    assert metric(bare, "larder_metadata_mismatch_total") == 1
+    log = bare.larder.log_text()
+    assert "METADATA MISMATCH" in log and name in log, log[-2000:]
+    r = bare.get(file_path(bare, f, ".metadata"))
+    assert r.status == 200 and r.body == want, r
+    assert "immutable" in r.header("Cache-Control"), r.headers
+    assert r.header("ETag") == '"%s"' % hashlib.sha256(want).hexdigest()
+    assert r.header("X-Larder-Metadata") != "provisional"
+    assert bare.standin.counters()["metadata"].get(name) == 1
+    assert metric(bare, "larder_metadata_mismatch_total") == 1
+
+
+def test_upstream_metadata_with_its_hash_stays_verified(bare, tmp_path):
+    """The same .metadata advertised with its hash, as PyPI does: the page
+    vouched for it, so it is served as verified from the first answer."""
+    genuine, name, lie, want = lying_metadata_sibling(bare, tmp_path)
+    bare.standin.control(meta_no_hash=False)
+    f = files_of(bare, "metapkg")[name]
+    lie_sha = hashlib.sha256(lie).hexdigest()
+    assert f["core-metadata"] == {"sha256": lie_sha}, f
+    r = bare.get(file_path(bare, f, ".metadata"))
+    assert r.status == 200 and r.body == lie, r
+    assert "immutable" in (r.header("Cache-Control") or ""), r.headers
+    assert r.header("X-Larder-Metadata") != "provisional"
+
+
+def tier_in_front(st, workdir):
+    """Larder A, behind nginx, whose upstream is larder st's root/pypi.
+    Returns (larder, nginx), started."""
+    a = stackmod.Larder(os.path.join(workdir, "larder"), st.standin.port,
+                        files_port=st.standin.files_port, cache_ttl=1)
+    with open(a.conf) as f:
+        text = f.read()
+    text = re.sub(r"(?m)^upstream = .*$",
+                  "upstream = " + st.index_url(), text, count=1)
+    with open(a.conf, "w") as f:
+        f.write(text)
+    n = stackmod.Nginx(os.path.join(workdir, "nginx"), a.port, a.data_dir)
+    try:
+        a.start()
+        n.start()
+    except BaseException:
+        stackmod.stop_all(n, a)
+        raise
+    return a, n
+
+
+def test_tier_passes_provisional_metadata_on_as_provisional(bare, tmp_path):
+    """A -> B -> a files host that lies: B's metadata made from range reads
+    is provisional, and so it is at A, until A's own verified wheel."""
+    genuine, evil, name = same_size_builds(tmp_path)
+    add_dist(bare, genuine, name)
+    a, n = tier_in_front(bare, str(tmp_path / "a"))
+    try:
+        bare.standin.control(faults=[{"match": name, "kind": "swap",
+                                      "file": evil}])
+        r = stackmod.http("%s/root/pypi/simple/metapkg/" % n.base,
+                          headers={"Accept": JSON})
+        assert r.status == 200, r
+        f = {x["filename"]: x for x in r.json()["files"]}[name]
+        assert f["core-metadata"] is True, f
+        path = file_path(bare, f, ".metadata")
+        for _ in range(2):
+            r = stackmod.http(n.base + path)
+            assert r.status == 200 and b"Requires-Dist: evilpkg" in r.body, r
+            assert_provisional(r)
+        bare.standin.control(faults=[])
+        r = stackmod.http(n.base + file_path(bare, f))
+        assert r.status == 200 and r.body == open(genuine, "rb").read(), r
+        want = wheel_metadata(genuine)
+        r = stackmod.http(n.base + path)
+        assert r.status == 200 and r.body == want, r
+        assert "immutable" in r.header("Cache-Control"), r.headers
+        assert r.header("ETag") == '"%s"' % hashlib.sha256(want).hexdigest()
+        assert "METADATA MISMATCH" in a.log_text()
+    finally:
+        stackmod.stop_all(n, a)
