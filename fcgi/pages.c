@@ -194,7 +194,12 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 				 "none is listed" : "");
 	if (!is_list)
 		metadata_advertise(w, ix, &page);
-	rc = simple_render_json(&page, &json);
+	/* PEP 691 names the page by its normalised name; an HTML page may
+	 * not say it (no <title>) or spell it otherwise */
+	if (!is_list && simple_name_set(&page, project) == ENOMEM)
+		rc = ENOMEM;
+	if (!rc)
+		rc = simple_render_json(&page, &json);
 	if (!rc)
 		rc = simple_render_html(&page, &html);
 	if (!rc)
