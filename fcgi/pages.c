@@ -168,6 +168,16 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		rc = EPROTO;
 	}
 	memset(&held, 0, sizeof(held));
+	/* an upstream's "200 OK" error page is HTML too, and reads as a page
+	 * listing nothing: one with no link, no "Links for" title and no
+	 * PEP 792 status is not taken to replace a project's page */
+	if (!rc && !is_list && !strstr(f->content_type, "json") &&
+	    !page.nfiles && !page.dropped && !page.name && !page.status[0]) {
+		snprintf(err, errlen, "%s: not a simple index page (no links and "
+			 "no title)", f->url);
+		simple_page_free(&page);
+		rc = EPROTO;
+	}
 	if (rc)
 		goto out;
 	/* with no previous copy *p is the caller's uninitialised row: the
