@@ -520,7 +520,12 @@ def liar(request, wheel_set):
         raise
     yield st
     st.stop()
+    logs = st.fe.log_text()
     shutil.rmtree(workdir, ignore_errors=True)
+    # no lie may crash larder or trip a sanitizer (the ASan build in CI)
+    bad = [l for l in logs.splitlines()
+           if re.search(r"AddressSanitizer|LeakSanitizer|runtime error:", l)]
+    assert not bad, "sanitizer reports:\n" + "\n".join(bad[:20])
 
 
 def store_check(st, before):
