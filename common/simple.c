@@ -627,6 +627,22 @@ int simple_derive_versions(struct simple_page *p)
 	return 0;
 }
 
+int simple_name_set(struct simple_page *p, const char *project)
+{
+	char norm[NAMES_MAX_PROJECT + 1];
+	char *name;
+
+	if (names_normalize(project, norm, sizeof(norm)) ||
+	    strcmp(norm, project) != 0)
+		return EINVAL;
+	name = strdup(project);
+	if (!name)
+		return ENOMEM;
+	free(p->name);
+	p->name = name;
+	return 0;
+}
+
 void simple_page_free(struct simple_page *p)
 {
 	free(p->name);

@@ -181,6 +181,13 @@ int simple_likely_metadata(const struct simple_page *p);
  * none. Returns 0 or ENOMEM. */
 int simple_derive_versions(struct simple_page *p);
 
+/* Names project page p by the normalised name of the project it was
+ * fetched for (PEP 691 requires the normalised name; an HTML page may have
+ * no <title>, or one that names another spelling or another project).
+ * project must already be normalised. Returns 0, EINVAL for a project
+ * that is not a normalised name, or ENOMEM. */
+int simple_name_set(struct simple_page *p, const char *project);
+
 /* Frees what f owns and zeroes it. */
 void simple_file_free(struct simple_file *f);
 

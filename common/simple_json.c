@@ -589,9 +589,13 @@ static int render_list(const struct simple_page *p, struct buf *b)
 static int render_project(const struct simple_page *p, int minor,
 			  struct buf *b)
 {
+	char norm[NAMES_MAX_PROJECT + 1];
 	int err, first = 1;
 
-	err = put_str(b, "name", p->name ? p->name : "");
+	/* PEP 691: "name" is the normalised name, whatever the page said */
+	if (!p->name || names_normalize(p->name, norm, sizeof(norm)))
+		norm[0] = '\0';
+	err = put_str(b, "name", norm);
 	if (!err && minor >= 4 && p->status[0]) {
 		err = buf_addf(b, ",\"project-status\":{\"status\":\"%s\"",
 			       p->status);

@@ -3,6 +3,7 @@
 # test suite runs against; does nothing for packages already there.
 #   contrib/deps.sh build    compiler, autotools, libraries
 #   contrib/deps.sh test     build + web servers and clients for the tests
+#                            (and Jansson, the JSON oracle of make fuzz)
 #   contrib/deps.sh compare  test + the libraries older refs built with
 #                            (libfcgi, Jansson: before 0.2), so that
 #                            contrib/bench/compare can build them
@@ -14,9 +15,9 @@ test="python3 python3-venv python3-pytest curl wrk
  twine python3-pdm python3-poetry python3-build python3-setuptools python3-wheel
  lighttpd apache2 libapache2-mod-fcgid libapache2-mod-xsendfile
  skopeo docker-registry openssl haproxy libfcgi-bin strace
- clang libclang-rt-14-dev chromium
+ clang libclang-rt-14-dev chromium libjansson-dev
  debhelper dpkg-dev fakeroot lintian man-db systemd"
-old="libfcgi-dev libjansson-dev"
+old="libfcgi-dev"
 
 case "${1:-build}" in
 build) want="$build $run" ;;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/json.h"
 #include "common/log.h"
 #include "common/oci_manifest.h"
 #include "common/oci_tags.h"
@@ -264,6 +265,29 @@ static int same_manifest(const struct fetch_page *f,
 	return *f->etag && !strcmp(f->etag, row->etag);
 }
 
+/* Whether body (len bytes) is one JSON object and nothing else, as every
+ * manifest, index and referrers list is: an upstream's 200 error page,
+ * or a body cut, padded or spoilt on the way, is not stored as one (it
+ * would be served under a digest of its own). Returns 0, or EBADMSG with
+ * the reason in err. */
+static int json_object_check(const struct oci_ref_want *q, const char *body,
+                             size_t len, const struct fetch_page *f,
+                             char *err, size_t errlen)
+{
+	struct json_reader r;
+	int ok;
+
+	json_init(&r, body, len, OCI_MAX_MANIFEST);
+	ok = json_value(&r) == JSON_OBJECT && json_skip(&r) == 0 &&
+	     json_end(&r) == 0;
+	if (!ok)
+		snprintf(err, errlen, "%.400s: not a JSON document (%.60s): %s",
+		         q->url, *f->content_type ? f->content_type : "no type",
+		         r.err[0] ? r.err : "not an object");
+	json_free(&r);
+	return ok ? 0 : EBADMSG;
+}
+
 /* Fetches (or revalidates) q's row while owning its claim. */
 static int fetch_row(struct worker *w, const struct conf_registry *reg,
                      struct oci_up *up, const struct oci_ref_want *q,
@@ -362,8 +386,12 @@ static int fetch_row(struct worker *w, const struct conf_registry *reg,
 			           have, err, errlen);
 		buf_free(&kept);
 	} else {
-		rc = store(w, reg, up, q, &f, f.body.data ? f.body.data : "",
-		           f.body.len, row, have, err, errlen);
+		rc = json_object_check(q, f.body.data ? f.body.data : "",
+		                       f.body.len, &f, err, errlen);
+		if (!rc)
+			rc = store(w, reg, up, q, &f,
+			           f.body.data ? f.body.data : "", f.body.len,
+			           row, have, err, errlen);
 	}
 	if (rc)
 		goto failed;

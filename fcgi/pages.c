@@ -204,6 +204,16 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		rc = EPROTO;
 	}
 	memset(&held, 0, sizeof(held));
+	/* an upstream's "200 OK" error page is HTML too, and reads as a page
+	 * listing nothing: one with no link, no "Links for" title and no
+	 * PEP 792 status is not taken to replace a project's page */
+	if (!rc && !is_list && !strstr(f->content_type, "json") &&
+	    !page.nfiles && !page.dropped && !page.name && !page.status[0]) {
+		snprintf(err, errlen, "%s: not a simple index page (no links and "
+			 "no title)", f->url);
+		simple_page_free(&page);
+		rc = EPROTO;
+	}
 	if (rc)
 		goto out;
 	/* with no previous copy *p is the caller's uninitialised row: the
@@ -230,7 +240,12 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 				 "none is listed" : "");
 	if (!is_list)
 		metadata_advertise(w, ix, &page);
-	rc = simple_render_json(&page, &json);
+	/* PEP 691 names the page by its normalised name; an HTML page may
+	 * not say it (no <title>) or spell it otherwise */
+	if (!is_list && simple_name_set(&page, project) == ENOMEM)
+		rc = ENOMEM;
+	if (!rc)
+		rc = simple_render_json(&page, &json);
 	if (!rc)
 		rc = simple_render_html(&page, &html);
 	if (!rc)

@@ -28,7 +28,13 @@ from stack import free_port
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer",
               "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate"}
 
-FAULTS = ("truncate", "corrupt", "reset", "stall", "status", "down", "delay")
+FAULTS = ("truncate", "corrupt", "reset", "stall", "status", "down", "delay",
+          "longer", "shorter", "digest", "retype", "redirect", "gzip_bomb",
+          "error_page")
+# lies that replace the upstream's answer, and lies told about it
+MADE_UP = ("redirect", "gzip_bomb", "error_page")
+TOLD = ("longer", "shorter", "digest", "retype")
+ZERO_DIGEST = "sha256:" + "0" * 64
 
 
 class _RelayHandler(httpserver.BaseHTTPRequestHandler):
@@ -110,6 +116,9 @@ class _RelayHandler(httpserver.BaseHTTPRequestHandler):
             return
         if fault == "delay":
             relay._sleep(rule.get("seconds", 1.0))
+        if fault in MADE_UP:
+            self._made_up(method, target, rule)
+            return
         if fault == "status":
             code = int(rule.get("code", 500))
             payload = rule.get("body")
@@ -177,6 +186,10 @@ class _RelayHandler(httpserver.BaseHTTPRequestHandler):
         if resp.getheader("Connection", "").lower() == "close":
             out_headers.append(("Connection", "close"))
             self.close_connection = True
+        if fault in TOLD:
+            self._told(method, resp, out_headers, length, rule)
+            relay._log(method, target, resp.status, fault)
+            return
         relay._log(method, target, resp.status, fault)
         self._send_head(resp.status, resp.reason, out_headers)
         if no_body:
@@ -229,6 +242,62 @@ class _RelayHandler(httpserver.BaseHTTPRequestHandler):
         if chunked:
             self._send_chunk(b"", True)
 
+    def _made_up(self, method, target, rule):
+        """Answers with a lie of MADE_UP instead of asking upstream."""
+        fault = rule["fault"]
+        if fault == "redirect":
+            code = int(rule.get("code", 307))
+            hdrs = [("Location", rule["location"]), ("Content-Length", "0")]
+            body = b""
+        elif fault == "gzip_bomb":
+            from standin import gzip_bomb
+            code = 200
+            body = gzip_bomb(int(rule.get("size", 64 << 20)))
+            hdrs = [("Content-Type", rule.get("content_type",
+                                              "application/octet-stream")),
+                    ("Content-Encoding", "gzip"),
+                    ("Content-Length", str(len(body)))]
+        else:
+            code = 200
+            body = rule.get("body", "<html><body><h1>Service Unavailable"
+                                    "</h1></body></html>\n")
+            body = body.encode() if isinstance(body, str) else body
+            hdrs = [("Content-Type", "text/html"),
+                    ("Content-Length", str(len(body)))]
+        self.server.relay._log(method, target, code, fault)
+        self._send_head(code, httpclient.responses.get(code, "Lie"), hdrs)
+        if method != "HEAD" and body:
+            self._raw_send(body)
+
+    def _told(self, method, resp, headers, length, rule):
+        """Sends upstream's answer with a lie of TOLD in it."""
+        fault = rule["fault"]
+        body = resp.read()
+        no_body = method == "HEAD" or resp.status in (204, 304)
+        n = int(rule.get("bytes", 16))
+        if fault == "longer" and not no_body:
+            body += b"\0" * n
+        elif fault == "shorter" and not no_body:
+            body = body[:max(0, len(body) - n)]
+        out = []
+        for k, v in headers:
+            kl = k.lower()
+            if (kl == "content-length" and not no_body) or kl == "transfer-encoding":
+                continue
+            if kl == "docker-content-digest" and fault == "digest":
+                v = rule.get("digest", ZERO_DIGEST)
+            if kl == "content-type" and fault == "retype":
+                v = rule.get("content_type", "text/html")
+            out.append((k, v))
+        if not no_body:
+            out.append(("Content-Length", str(len(body))))
+        elif fault in ("longer", "shorter") and length is not None:
+            out = [(k, str(max(0, length + (n if fault == "longer" else -n))))
+                   if k.lower() == "content-length" else (k, v) for k, v in out]
+        self._send_head(resp.status, resp.reason, out)
+        if not no_body and body:
+            self._raw_send(body)
+
     def _send_chunk(self, data, chunked):
         try:
             if chunked:
@@ -280,6 +349,19 @@ class Relay:
                   down()), the listening socket itself is closed so that
                   connections are refused
         delay     seconds= (1) of latency, then the request relayed
+
+    Lies (the upstream's answer, or one made up, sent complete and
+    well-framed; the body read whole first):
+
+        longer    bytes= (16) zero bytes appended, Content-Length to match
+        shorter   bytes= (16) taken off the end, Content-Length to match
+        digest    Docker-Content-Digest replaced by digest= (one of zeros)
+        retype    Content-Type replaced by content_type= (text/html)
+        redirect  code= (307) to location= (another host), upstream not
+                  asked
+        gzip_bomb a 200 with Content-Encoding: gzip and a gzip stream of
+                  size= (64 MiB) zero bytes, upstream not asked
+        error_page a 200 text/html error page (body=), upstream not asked
 
     counts(), reset(), set_faults([...]), clear() (no faults, up again,
     stalls woken), down(), up(), log() [(method, target, status, fault)],

@@ -70,6 +70,10 @@ rule that applies wins. Kinds and their parameters:
                 same size, say) in place of the file's, ranges and all
   "resize"      serve the body with "delta" bytes more (zeros) or fewer,
                 Content-Length matching what is sent
+  "retype"      serve the body as it is with Content-Type "content_type"
+                (a page as text/plain, a file as text/html)
+  "gzip_bomb"   answer "code" (200) with Content-Encoding: gzip and a gzip
+                stream of "size" (64 MiB) zero bytes, as "content_type"
 Files and pages take every kind; a page under a body fault is sent (and
 spoilt) even to a request whose If-None-Match matches. GET /_counters adds
 "ranges" ({file name: requests with a Range header}) and "faults" (how often
@@ -122,9 +126,25 @@ JSON_METADATA_KEYS = ("core-metadata", "data-dist-info-metadata")
 
 # What a fault rule may do: answer instead of the real thing, or spoil the
 # real body on its way out.
-FAULT_ANSWERS = ("status", "close", "stall", "redirect", "raw")
-FAULT_BODIES = ("truncate", "reset", "stall_body", "corrupt", "resize",
+FAULT_ANSWERS = ("status", "close", "stall", "redirect", "raw", "gzip_bomb")
+FAULT_BODIES = ("truncate", "reset", "stall_body", "corrupt", "resize", "retype",
                 "swap")
+_BOMBS = {}  # size -> its gzip stream, made once
+
+
+def gzip_bomb(size):
+    """A gzip stream of size zero bytes (made once per size)."""
+    if size not in _BOMBS:
+        import gzip
+        out = io.BytesIO()
+        with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as g:
+            chunk = b"\0" * (1 << 20)
+            left = size
+            while left > 0:
+                g.write(chunk[:min(left, len(chunk))])
+                left -= len(chunk)
+        _BOMBS[size] = out.getvalue()
+    return _BOMBS[size]
 FLIP = 16  # bytes a "corrupt" fault flips
 
 
@@ -422,7 +442,7 @@ def _fault_rule(r):
     rule = dict(r)
     times = rule.pop("times", None)
     rule["left"] = None if times is None else int(times)
-    for key in ("code", "retry_after", "after", "delta", "at"):
+    for key in ("code", "retry_after", "after", "delta", "at", "size"):
         if rule.get(key) is not None:
             rule[key] = int(rule[key])
     if rule.get("seconds") is not None:
@@ -508,6 +528,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(rule.get("code") or 302, b"",
                        headers={"Location": rule.get("location", "/")}, head=head)
             return True
+        if kind == "gzip_bomb":
+            body = gzip_bomb(rule.get("size") or 64 << 20)
+            self._send(rule.get("code") or 200, body,
+                       rule.get("content_type") or "application/octet-stream",
+                       headers={"Content-Encoding": "gzip"}, head=head)
+            return True
         if kind == "raw":
             if rule.get("file"):
                 with open(rule["file"], "rb") as f:
@@ -526,6 +552,8 @@ class _Handler(BaseHTTPRequestHandler):
         """Sends body as a rule of FAULT_BODIES (or None) has it."""
         body = _spoil(body, rule) if rule else body
         kind = rule["kind"] if rule else None
+        if kind == "retype":
+            ctype = rule.get("content_type") or "text/plain"
         cut = len(body)
         if kind in ("truncate", "reset", "stall_body"):
             cut = rule.get("after")
@@ -708,7 +736,7 @@ class FilesHandler(_Handler):
             return
         fpath = (info["metadata_path"] if metadata else
                  info["provenance_path"] if prov else info["path"])
-        if rule and rule["kind"] == "swap":
+        if rule and rule["kind"] == "swap" and rule.get("file"):
             fpath = rule["file"]
         name = info["filename"] + (".metadata" if metadata else
                                    ".provenance" if prov else "")
@@ -754,9 +782,12 @@ class FilesHandler(_Handler):
             if cut_kind not in ("truncate", "reset", "stall_body"):
                 cut_kind = None
             self.send_response(code)
-            self.send_header("Content-Type", "text/plain; charset=utf-8"
-                             if metadata else "application/json" if prov
-                             else "application/octet-stream")
+            if kind == "retype":
+                self.send_header("Content-Type", rule.get("content_type") or "text/html")
+            else:
+                self.send_header("Content-Type", "text/plain; charset=utf-8"
+                                 if metadata else "application/json" if prov
+                                 else "application/octet-stream")
             self.send_header("Content-Length", str(length))
             self.send_header("Accept-Ranges", "bytes")
             self.send_header("ETag", '"%s"' % info["sha256"][:32])

@@ -342,6 +342,43 @@ T(merge_status)
 		simple_page_free(&in[i]);
 }
 
+/* issue 21 item 9: PEP 691's "name" is the normalised project name, from
+ * an HTML page with no <title> (it was "") or one spelt otherwise */
+T(json_name_normalised)
+{
+	static const char untitled[] =
+		"<a href=\"/p/corp_lib-1.0-py3-none-any.whl#sha256=" SHA_B
+		"\">corp_lib-1.0-py3-none-any.whl</a>";
+	static const char spelt[] =
+		"<title>Links for Corp.Lib</title>"
+		"<a href=\"/p/corp_lib-1.0-py3-none-any.whl#sha256=" SHA_B
+		"\">corp_lib-1.0-py3-none-any.whl</a>";
+	struct simple_page p;
+	char *s;
+
+	CHECK_INT(parse(untitled, 1, &p), 0);
+	CHECK(p.name == NULL);
+	CHECK_INT(simple_name_set(&p, "corp-lib"), 0);
+	s = render(&p, 0);
+	CHECK_CONTAINS(s, "\"name\":\"corp-lib\"");
+	free(s);
+	s = render(&p, 1);
+	CHECK_CONTAINS(s, "<title>Links for corp-lib</title>");
+	free(s);
+	/* only a normalised name is taken */
+	CHECK_INT(simple_name_set(&p, "Corp.Lib"), EINVAL);
+	CHECK_INT(simple_name_set(&p, "bad name"), EINVAL);
+	CHECK_STR(p.name, "corp-lib");
+	simple_page_free(&p);
+
+	CHECK_INT(parse(spelt, 1, &p), 0);
+	CHECK_STR(p.name, "Corp.Lib");
+	s = render(&p, 0);
+	CHECK_CONTAINS(s, "\"name\":\"corp-lib\"");
+	free(s);
+	simple_page_free(&p);
+}
+
 int main(void)
 {
 	RUN(json_status_and_provenance);
@@ -350,5 +387,6 @@ int main(void)
 	RUN(status_values);
 	RUN(merge_status);
 	RUN(pep700_keys);
+	RUN(json_name_normalised);
 	return t_done();
 }
