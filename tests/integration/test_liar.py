@@ -97,16 +97,9 @@ OCI_ACCEPT = ", ".join([OCI_MANIFEST, OCI_INDEX,
                         "application/vnd.docker.distribution.manifest.list.v2+json"])
 ARTIFACT = "application/vnd.larder.liar.sbom"
 
-# The cells that fail on main for a reason another branch fixes.
-XFAIL = {("meta_own", "same_size"): "issue 21 item 1, fixed on branch meta",
-         ("range", "same_size"): "issue 21 item 2, fixed on branch meta"}
-for _lie in LIES[1:]:
-    # fcgi/metadata.c prior(): a failure to make metadata from the upstream's
-    # ranges is kept as if the stored file had failed once the file is
-    # local ("stands for good"), so .metadata stays a 502 after the wheel
-    # is fetched and verified
-    XFAIL[("meta_own", _lie)] = ("issue 21 item 1: a failed making of metadata outlives "
-                                 "the lie (metadata.c), reported to branch meta")
+# cells known to break the invariant, (route, lie) -> the reason; none now
+# (issue 21 items 1 and 2 are fixed)
+XFAIL = {}
 
 OUTCOMES = {}     # (front end, route, lie) -> (answer, store)
 
