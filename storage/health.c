@@ -144,14 +144,17 @@ void health_ok(struct db *db, const char *url)
 	probe_end();
 	if (url_origin(url, key, sizeof(key)))
 		return;
-	/* one read while all is well: the last answer is noted again once a
-	 * minute at most, a failure (and the memory of it) at once */
+	/* the memory of a failure ends whatever the status record says: a
+	 * failure noted there and one remembered here are two writes, and a
+	 * success between them must not leave the second standing */
+	if (db_upstream_get(db, key, &until, why, sizeof(why)) == 0)
+		db_upstream_delete(db, key);
+	/* the last answer is noted again once a minute at most, a failure
+	 * at once */
 	if (db_seen_get(db, key, &seen) == 0 && !seen.last_failed &&
 	    now - seen.ok_at < HEALTH_SEEN_EVERY && now >= seen.ok_at)
 		return;
 	db_seen_ok(db, key, now);
-	if (db_upstream_get(db, key, &until, why, sizeof(why)) == 0)
-		db_upstream_delete(db, key);
 }
 
 int health_seen(struct db *db, const char *url, struct db_seen *seen)

@@ -10,7 +10,9 @@
 
 #include <sqlite3.h>
 
+#include "common/url.h"
 #include "storage/db.h"
+#include "storage/health.h"
 #include "tests/unit/t.h"
 
 enum { OPENERS = 8, ROUNDS = 30 };
@@ -295,6 +297,29 @@ T(schema_2_upgrades)
 
 		CHECK_INT(db_file_get(db, "pypi", sha, "six-1.whl", &f), 0);
 		CHECK_INT(f.meta_prov, 1);
+	}
+	db_close(db);
+	/* two builds each called their additions 7: one added meta_prov, the
+	 * other the upstream_seen and state tables; 8 has both, whichever a
+	 * store was given */
+	CHECK_INT(sqlite3_open(path, &raw), SQLITE_OK);
+	CHECK_INT(sqlite3_exec(raw, "ALTER TABLE files DROP COLUMN meta_prov;"
+			       "DROP TABLE upstream_seen; DROP TABLE state;"
+			       "PRAGMA user_version = 7", NULL, NULL, NULL),
+		  SQLITE_OK);
+	sqlite3_close(raw);
+	CHECK_INT(db_open(dir, &db), 0);
+	CHECK_INT(db_seen_ok(db, "http://u", 5), 0);
+	{
+		struct db_file f;
+		struct db_seen seen;
+
+		/* the column is back, and a hash made before it is
+		 * provisional: nothing said who had verified it */
+		CHECK_INT(db_file_get(db, "pypi", sha, "six-1.whl", &f), 0);
+		CHECK_INT(f.meta_prov, 1);
+		CHECK_INT(db_seen_get(db, "http://u", &seen), 0);
+		CHECK_INT((int)seen.ok_at, 5);
 	}
 	db_close(db);
 	remove_db(dir);
@@ -622,9 +647,38 @@ T(token_rows)
 	remove_db(dir);
 }
 
+/* A failure is two writes, the status record and then the memory of it;
+ * a success that comes between them (another process) must not make the
+ * next success skip forgetting the memory: the host would stay marked
+ * failing for all of error_ttl though it answers (the merged probe and
+ * status record of issues 21 and 26). */
+T(health_ok_ends_a_failure_remembered_late)
+{
+	char dir[] = "/tmp/larder-test-db-XXXXXX", origin[256], why[256];
+	const char *url = "http://up.example:8080/simple/six/";
+	struct db *db = NULL;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp failed");
+		return;
+	}
+	CHECK_INT(db_open(dir, &db), 0);
+	CHECK_INT(url_origin(url, origin, sizeof(origin)), 0);
+	health_failed(db, url, 0, "Failed to connect"); /* A: the record */
+	health_ok(db, url);				 /* B answered */
+	CHECK_INT(db_upstream_put(db, origin, (long long)time(NULL) + 60,
+				  "Failed to connect"), 0); /* A: the memory */
+	CHECK_INT(health_state(db, url, why, sizeof(why)), 1);
+	health_ok(db, url); /* the next answer ends it */
+	CHECK_INT(health_state(db, url, why, sizeof(why)), 0);
+	db_close(db);
+	remove_db(dir);
+}
+
 int main(void)
 {
 	RUN(token_rows);
+	RUN(health_ok_ends_a_failure_remembered_late);
 	RUN(blob_evict);
 	RUN(hosted_rows);
 	RUN(blob_rows);
