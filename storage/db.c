@@ -20,7 +20,7 @@
 #define STRINGIFY(x) STRINGIFY_(x)
 
 /* The schema this build reads and writes (PRAGMA user_version). */
-#define SCHEMA_VERSION 7
+#define SCHEMA_VERSION 8
 
 /* Every table as this version has it. Run under one write lock taken up
  * front: a deferred transaction that reads the schema and then wants to
@@ -107,18 +107,23 @@ static const char from_v0[] =
 	"ALTER TABLE flights ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';"
 	"ALTER TABLE outcomes ADD COLUMN at INTEGER NOT NULL DEFAULT 0;";
 
-/* The columns schemas 5 and 6 added to tables that were there before,
- * each added where it is missing. */
+/* The columns schemas 5 to 8 added to tables that were there before,
+ * each added where it is missing, then what fills it in (or NULL). A store
+ * from before meta_prov recorded metadata larder made from unverified
+ * bytes (range reads, an upstream .metadata no page vouched for) as if
+ * verified: every metadata hash it holds is provisional until the wheel
+ * is verified or a page gives the hash again. */
 static const struct {
-	const char *table, *column, *decl;
+	const char *table, *column, *decl, *then;
 } added_cols[] = {
-	{"pages", "held", "INTEGER NOT NULL DEFAULT 0"},
-	{"pages", "project_status", "TEXT NOT NULL DEFAULT ''"},
-	{"files", "project", "TEXT NOT NULL DEFAULT ''"},
-	{"files", "upload_time", "INTEGER NOT NULL DEFAULT -1"},
-	{"files", "provenance", "TEXT NOT NULL DEFAULT ''"},
-	{"files", "prov_sha", "TEXT NOT NULL DEFAULT ''"},
-	{"files", "meta_prov", "INTEGER NOT NULL DEFAULT 0"},
+	{"pages", "held", "INTEGER NOT NULL DEFAULT 0", NULL},
+	{"pages", "project_status", "TEXT NOT NULL DEFAULT ''", NULL},
+	{"files", "project", "TEXT NOT NULL DEFAULT ''", NULL},
+	{"files", "upload_time", "INTEGER NOT NULL DEFAULT -1", NULL},
+	{"files", "provenance", "TEXT NOT NULL DEFAULT ''", NULL},
+	{"files", "prov_sha", "TEXT NOT NULL DEFAULT ''", NULL},
+	{"files", "meta_prov", "INTEGER NOT NULL DEFAULT 0",
+	 "UPDATE files SET meta_prov = 1 WHERE meta_sha != ''"},
 };
 
 static const char *const sql[S_COUNT] = {
@@ -347,6 +352,10 @@ static int add_columns(struct db *db)
 			 added_cols[i].decl);
 		if (sqlite3_exec(db->conn, alter, NULL, NULL, NULL) != SQLITE_OK)
 			return 1;
+		if (added_cols[i].then &&
+		    sqlite3_exec(db->conn, added_cols[i].then, NULL, NULL,
+				 NULL) != SQLITE_OK)
+			return 1;
 	}
 	return 0;
 }
@@ -379,7 +388,7 @@ static int schema_up(struct db *db)
 		if (v == 0 && has_table(db, "flights") &&
 		    sqlite3_exec(db->conn, from_v0, NULL, NULL, NULL) != SQLITE_OK)
 			break;
-		if (v < 7 && add_columns(db))
+		if (v < 8 && add_columns(db))
 			break;
 		if (sqlite3_exec(db->conn, schema, NULL, NULL, NULL) != SQLITE_OK ||
 		    sqlite3_exec(db->conn, "PRAGMA user_version = "
