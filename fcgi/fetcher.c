@@ -182,9 +182,14 @@ static int fill(struct pump *p, struct db *db, char *err, size_t errlen)
 {
 	const struct fetcher_want *want = p->want;
 	const struct conf *c = p->w->conf;
+	/* bytes no hash vouched for: provisional, until the verified file
+	 * says what its metadata is (fcgi/metadata.h), recorded with the
+	 * outcome so no request sees one without the other */
 	struct fill_want fw = {.key = want->key, .url = want->url,
 			       .expect = want->expect, .size = p->t.size,
-			       .opts = want->opts, .error_ttl = c->error_ttl};
+			       .opts = want->opts, .error_ttl = c->error_ttl,
+			       .meta_of = want->meta_of,
+			       .provisional = want->meta_of != NULL};
 	struct fill_hooks h = {.progress = on_progress,
 			       .verified = on_verified, .ctx = p};
 	char sha[65];
@@ -192,12 +197,6 @@ static int fill(struct pump *p, struct db *db, char *err, size_t errlen)
 
 	p->db = db;
 	rc = fill_run(db, c->data_dir, &p->t.f, &fw, &h, sha, err, errlen);
-	/* bytes no hash vouched for: provisional, until the verified file
-	 * says what its metadata is (fcgi/metadata.h) */
-	if (!rc && want->meta_of &&
-	    (db_file_set_meta_as(db, want->meta_of, sha, 1) ||
-	     db_outcome_put(db, want->key, sha, FILL_PROVISIONAL)))
-		log_warn(0, want->key, "recording provisional metadata failed");
 	if (!rc && want->stored)
 		want->stored(db, sha, p->t.size, want->ctx);
 	tail_filled(&p->t, rc, sha);

@@ -488,12 +488,8 @@ int metadata_ensure(struct worker *w, int idx, const char *sha256,
 	return 0;
 }
 
-/* Sends the stored metadata meta_sha that was made from unverified bytes
- * as what it is: X-Larder-Metadata: provisional, no ETag (its hash is not
- * one anybody vouched for), fresh for cache_ttl at most, never immutable;
- * the bytes sent by larder itself, so no web server adds a validator. */
-static void send_provisional(struct worker *w, struct req *r,
-			     const char *meta_sha)
+void metadata_send_provisional(struct worker *w, struct req *r,
+			       const char *meta_sha)
 {
 	char path[PATH_MAX];
 	uint8_t *buf = NULL;
@@ -566,7 +562,7 @@ void metadata_serve(struct worker *w, struct req *r, int from,
 	if (!r->cache)
 		r->cache = "MISS";
 	if (prov) {
-		send_provisional(w, r, meta_sha);
+		metadata_send_provisional(w, r, meta_sha);
 		return;
 	}
 	req_header(r, "X-Larder-Metadata", "verified");
@@ -599,7 +595,7 @@ int metadata_serve_listed(struct worker *w, struct req *r, int from,
 	if (!send_stored(w, f->meta_sha))
 		return 0;
 	r->cache = "HIT";
-	send_provisional(w, r, f->meta_sha);
+	metadata_send_provisional(w, r, f->meta_sha);
 	return 1;
 }
 

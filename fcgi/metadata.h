@@ -71,6 +71,14 @@ void metadata_serve(struct worker *w, struct req *r, int from,
 		    const struct db_file *f, const char *sha256,
 		    const char *filename);
 
+/* Sends the stored metadata meta_sha that was made from, or fetched as,
+ * unverified bytes as what it is: X-Larder-Metadata: provisional, no ETag
+ * (its hash is not one anybody vouched for), fresh for cache_ttl at most,
+ * never immutable; the bytes sent by larder itself, so no web server adds
+ * a validator. */
+void metadata_send_provisional(struct worker *w, struct req *r,
+			       const char *meta_sha);
+
 /* Answers r, a request for the .metadata of a file listed as f by the
  * cache index at position from, when the upstream advertised it without a
  * hash and larder fetched it (provisional): once the file itself is in the

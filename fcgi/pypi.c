@@ -380,7 +380,11 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 	rc = fetcher_serve(w, r, &want, sha, err, sizeof(err));
 	if (rc == EEXIST) {
 		r->cache = "HIT";
-		if (send_blob(w, r, sha, &o))
+		/* another request's fetch of a .metadata no page vouched for
+		 * ended meanwhile: what it stored is provisional */
+		if (want.meta_of)
+			metadata_send_provisional(w, r, sha);
+		else if (send_blob(w, r, sha, &o))
 			req_error(r, 500, "cannot read the stored file");
 		return;
 	}

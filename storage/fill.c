@@ -151,7 +151,8 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 		log_error(rc, want->key, "%s", err);
 		sha256[0] = '\0';
 	}
-	settle(db, data_dir, f, want->key, rc, sha256, size, NULL, 0, err);
+	settle(db, data_dir, f, want->key, rc, sha256, size, want->meta_of,
+	       want->meta_of && want->provisional, err);
 	return rc;
 }
 

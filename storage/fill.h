@@ -21,6 +21,10 @@ struct fill_want {
 	const struct fetch_opts *opts;
 	long error_ttl;               /* how long a failing host is
 	                                 remembered (storage/health.h) */
+	const char *meta_of;          /* the bytes are the metadata of this
+	                                 file (sha256), or NULL */
+	int provisional;              /* with meta_of: no hash vouched for
+	                                 them (fill_made()'s provisional) */
 };
 
 struct fill_hooks {
@@ -32,7 +36,10 @@ struct fill_hooks {
 };
 
 /* Runs the fetch of want as the owner of f (flight_claim made it the
- * owner). hooks may be NULL. Whatever happens, the claim is over on
+ * owner). hooks may be NULL. With want->meta_of, the files rows of that
+ * file are told the blob is their metadata, provisional or not as want
+ * says, in the transaction that records the outcome: nobody sees the
+ * outcome without it. Whatever happens, the claim is over on
  * return: the row is gone, the temp file published or removed, and f->fd
  * closed, which lets go of the lock. Returns 0 with the blob's hash in
  * sha256 (the blob is in the store), or an errno with a one-line reason in
