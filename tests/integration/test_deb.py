@@ -131,7 +131,10 @@ def test_deb_installs_a_working_service(installed, tmp_path, wheel_dir, new_venv
         assert os.path.exists(UNITS + "/" + f), f
     assert os.path.islink("/etc/systemd/system/timers.target.wants/larder-scrub.timer")
     with open(UNITS + "/larder-scrub.service") as f:
-        assert "ExecStart=/usr/sbin/larder fsck -c /etc/larder/larder.conf --scrub" in f.read()
+        scrub = f.read()
+    assert "ExecStart=/usr/sbin/larder fsck -c /etc/larder/larder.conf --scrub" in scrub
+    # it runs on the store with larder's own modes, never undoing them
+    assert "UMask=0027" in scrub and "StateDirectoryMode=0750" in scrub, scrub
     if shutil.which("man"):
         assert "larder.conf" in run(["man", "-P", "cat", "5", "larder.conf"]).stdout
     # as shipped, the config is good (the sample, on the defaults)
