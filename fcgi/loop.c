@@ -50,7 +50,8 @@ static void on_reopen(int sig)
 	reopen = 1;
 }
 
-/* SIGUSR2, from the supervisor: retire (a reload, or the pool shrinks). */
+/* SIGUSR2, from the supervisor: retire (a reload, or the pool shrinks;
+ * pool_stale() tells which). */
 static void on_retire(int sig)
 {
 	(void)sig;
@@ -331,9 +332,22 @@ int loop_fcgi(const struct conf *c, int listen_fd, long max_requests,
 	}
 	last_sweep = conn_now_ms();
 	for (;;) {
-		if (retire_asked ||
-		    (max_requests && l.served >= max_requests))
+		if (max_requests && l.served >= max_requests)
 			retire(&l);
+		if (retire_asked) {
+			retire_asked = 0;
+			retire(&l);
+			/* a reload: what has not arrived yet is not answered
+			 * under the old config (an index made private stays
+			 * open for no one). The idle kept connections go now,
+			 * with larder's FIN, and the web server sends their
+			 * next requests to the new workers (nginx retries a
+			 * GET on a kept connection that closes); a request
+			 * already on its way is answered, then its
+			 * connection ends. */
+			if (pool_stale(l.board, l.slot))
+				worker_shed(&l.w);
+		}
 		if (stopping) {
 			if (!stop_at)
 				stop_at = conn_now_ms();

@@ -83,6 +83,14 @@ void pool_retiring(struct pool_board *b, int slot)
 	kill(b->supervisor, SIGUSR2);
 }
 
+int pool_stale(const struct pool_board *b, int slot)
+{
+	if (!b)
+		return 0;
+	/* the supervisor moves gen on before it signals the old workers */
+	return b->slot[slot].gen != b->gen;
+}
+
 static pid_t spawn(struct pool_board *b, long i, const struct conf *c,
 		   int fd)
 {
@@ -238,9 +246,12 @@ static void trim(struct pool_board *b, long min)
 }
 
 /* Tells every worker not of generation gen to retire (SIGUSR2: it takes
- * nothing new, ends each kept connection with its next response, and goes
- * once the web server has let go of the idle ones), or, when gen is -1,
- * has every worker stop (SIGTERM: the kept connections go at once). */
+ * nothing new, lets go at once of its kept connections that wait for
+ * their next request, since its config is an old one (pool_stale()),
+ * answers what has already arrived on the others, each response ending
+ * its connection, and goes once the web server has let go of them all),
+ * or, when gen is -1, has every worker stop (SIGTERM: the kept
+ * connections go at once). */
 static void retire(struct pool_board *b, long gen)
 {
 	for (long i = 0; i < b->span; i++) {

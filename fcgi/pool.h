@@ -38,4 +38,9 @@ void pool_mark(struct pool_board *b, int slot, int busy);
  * is fine. */
 void pool_retiring(struct pool_board *b, int slot);
 
+/* Worker side: whether the config this worker serves is an old one (a
+ * reload started a newer generation since it was forked): 1 or 0. NULL
+ * board: 0. */
+int pool_stale(const struct pool_board *b, int slot);
+
 #endif

@@ -399,6 +399,53 @@ def test_streamed_posts_survive_retiring_workers(tmp_path, wheel_dir):
         st.stop()
 
 
+def test_a_reload_is_in_force_on_kept_connections(tmp_path, wheel_dir):
+    """A reload that makes an index private (read = token) is in force at
+    once, kept connections included: an old worker lets go of its idle
+    kept connections as it retires on a new generation (nginx retries its
+    GET on another connection), instead of answering one more request on
+    each under the old config for as long as nginx keeps them (30 s).
+    From 0.5 s after the SIGHUP every anonymous read is a 401, never the
+    old 200. (nginx keeps no copies of pages here: page_cache=False.)"""
+    reason = stackmod.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    st = stackmod.Stack(str(tmp_path / "stack"), wheel_dir, workers=3,
+                        larder_extra={"max_workers": 6}, page_cache=False)
+    st.start()
+    try:
+        path = "/pypi/simple/larder-demo-a/"
+        assert st.get(path).status == 200
+        # nginx keeps connections to every worker: requests side by side,
+        # answered in their body (a page here is an X-Accel-Redirect,
+        # after which nginx does not keep the connection)
+        with concurrent.futures.ThreadPoolExecutor(6) as ex:
+            for _ in range(3):
+                got = list(ex.map(lambda _: st.get("/+health").status, range(6)))
+                assert got == [200] * 6, got
+        with open(st.larder.conf) as f:
+            text = f.read()
+        head = '[index "pypi"]\ntype = cache\n'
+        assert head in text, text
+        with open(st.larder.conf, "w") as f:
+            f.write(text.replace(head, head + "read = token\n", 1))
+        os.kill(st.larder.proc.pid, signal.SIGHUP)
+        time.sleep(0.5)
+        seen = []
+        for i in range(24):
+            seen.append(st.get(path).status)
+            if i % 3 == 2:
+                time.sleep(0.1)
+        assert seen == [401] * len(seen), seen
+        # and so do requests side by side, on whatever nginx still keeps
+        with concurrent.futures.ThreadPoolExecutor(6) as ex:
+            got = list(ex.map(lambda _: st.get(path).status, range(12)))
+        assert got == [401] * 12, got
+        assert "[error]" not in st.nginx.error_text(), st.nginx.error_text()[-2000:]
+    finally:
+        st.stop()
+
+
 # ------------------------------------------- libfcgi's cgi-fcgi as oracle
 
 def cgi_fcgi(connect, path, method="GET", headers=None, body=b"", extra_env=None):

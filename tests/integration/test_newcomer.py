@@ -114,17 +114,10 @@ def test_a_lower_cache_ttl_shortens_pages_held(stack):
         f.write(text.replace("cache_ttl = 300\n", "cache_ttl = 2\n", 1))
     stack.larder.proc.send_signal(signal.SIGHUP)
     time.sleep(2.5)  # the new workers take over; the page is 2.5 s old
-    # another Accept: past nginx's page cache, which keeps its own copy
-    # an old worker answers the next request on each connection nginx
-    # keeps to it, under the old config, then lets the connection go
-    # (docs/install.md): a few requests reach the new generation. Each
-    # asks with another Accept, past nginx's page cache (it keys on
-    # Accept), where an old worker's answer would stay under the old TTL.
-    seen = []
-    for i in range(12):  # nginx keeps 8 connections at most
-        r = stack.get(path, accept="text/html;q=0.%02d" % (99 - i))
-        assert r.status == 200, r
-        seen.append(r.header("X-Larder-Cache"))
-        if seen[-1] in ("REVALIDATED", "MISS"):
-            break
-    assert seen[-1] in ("REVALIDATED", "MISS"), seen
+    # another Accept: past nginx's page cache, which keeps its own copy.
+    # The old workers let go of the connections nginx kept to them as the
+    # reload retired them (docs/install.md): this one request reaches the
+    # new generation, under the new TTL.
+    r = stack.get(path, accept="text/html")
+    assert r.status == 200, r
+    assert r.header("X-Larder-Cache") in ("REVALIDATED", "MISS"), r
