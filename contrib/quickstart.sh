@@ -26,13 +26,23 @@ port="${LARDER_PORT:-4433}"
 upstream="${LARDER_UPSTREAM:-https://pypi.org/simple/}"
 trusted="${LARDER_TRUSTED_HOSTS:-files.pythonhosted.org}"
 
+# stop: ends the nginx and larder this script started, and waits until
+# they are gone (10 s at most each), so that a start right after finds
+# the port and the socket free
 stop() {
 	for p in nginx larder; do
 		if [ -f "$run/$p.pid" ]; then
-			kill "$(cat "$run/$p.pid")" 2>/dev/null || true
+			pid=$(cat "$run/$p.pid")
+			kill "$pid" 2>/dev/null || true
+			i=0
+			while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do
+				sleep 0.1
+				i=$((i + 1))
+			done
 			rm -f "$run/$p.pid"
 		fi
 	done
+	rm -f "$run/larder.sock"
 }
 
 if [ "${1:-}" = stop ]; then
