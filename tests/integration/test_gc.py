@@ -427,7 +427,9 @@ def test_reconcile_holds_the_lock_in_short_batches(stack):
     assert len(waits) > 10, (took, len(waits))
     print("gc ran %.2f s; %d write transactions, the longest wait %.3f s"
           % (took, len(waits), max(waits)))
-    # (and well under the run's length, which on a fast machine may be
-    # under a second: before, the lock was held for nearly all of it)
-    assert max(waits) < min(1.0, took / 2), \
+    # well under the run's length: before, the lock was held for nearly
+    # all of it. A batch is short, but one fsync or checkpoint on a
+    # loaded machine under ASan took 1.1 s (of a 2.8 s run): the bound
+    # is half the run, and 2 s at most
+    assert max(waits) < min(2.0, took / 2), \
         "a writer waited %.2f s (gc ran %.2f s)" % (max(waits), took)
