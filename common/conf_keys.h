@@ -151,6 +151,16 @@ struct conf_parser {
 	unsigned depth;              /* includes open */
 };
 
+/* The name of the file line (as conf_parser keeps it) is in. */
+const char *conf_file_of(const struct conf_parser *p, unsigned line);
+
+/* conf_parse(), with include lines read through include (NULL: refused,
+ * for text that is not a file on disk). Same returns. */
+int conf_parse_with(struct conf *c, const char *name, const char *text,
+                    size_t len, int (*include)(struct conf_parser *,
+                                               const char *),
+                    char *err, size_t errlen);
+
 /* Where line (as conf_parser keeps it) is, said in a message about line
  * here: "line 4" in the same file, else "conf.d/a.conf:4". Returns out. */
 const char *conf_line_ref(const struct conf_parser *p, unsigned here,
