@@ -444,32 +444,33 @@ int blob_put_page(const char *data_dir, const void *p, size_t n,
 	return 0;
 }
 
-int blob_keep(const char *data_dir, const void *p, size_t n,
-	      const char sha256[65])
+/* blob_keep and blob_keep_page: puts the bytes again, as a page
+ * rendering (with its gzip'd copy, *size updated) when size is not NULL. */
+static int keep(const char *data_dir, const void *p, size_t n,
+		const char sha256[65], long long *size)
 {
 	char again[65];
 	int err;
 
 	if (blob_exists(data_dir, sha256))
 		return 0;
-	err = blob_put(data_dir, p, n, again);
+	err = size ? blob_put_page(data_dir, p, n, again, size)
+		   : blob_put(data_dir, p, n, again);
 	if (!err && strcmp(again, sha256) != 0)
 		err = EINVAL; /* not the bytes it was put from */
 	return err;
 }
 
+int blob_keep(const char *data_dir, const void *p, size_t n,
+	      const char sha256[65])
+{
+	return keep(data_dir, p, n, sha256, NULL);
+}
+
 int blob_keep_page(const char *data_dir, const void *p, size_t n,
 		   const char sha256[65], long long *size)
 {
-	char again[65];
-	int err;
-
-	if (blob_exists(data_dir, sha256))
-		return 0;
-	err = blob_put_page(data_dir, p, n, again, size);
-	if (!err && strcmp(again, sha256) != 0)
-		err = EINVAL; /* not the bytes it was put from */
-	return err;
+	return keep(data_dir, p, n, sha256, size);
 }
 
 int blob_remove(const char *data_dir, const char *sha256)

@@ -83,7 +83,7 @@ static void settle(struct db *db, const char *data_dir, struct flight *f,
 {
 	int dberr = db_begin(db);
 
-	if (!dberr && !rc && !blob_exists(data_dir, sha256))
+	if (!dberr && !rc) /* does nothing while the blob is there */
 		dberr = blob_put_fd(data_dir, f->fd, sha256);
 	if (!dberr && !rc)
 		dberr = db_blob_add(db, sha256, size);
