@@ -409,10 +409,7 @@ failed:
 	 * for error_ttl after it is back */
 	if (!fetch_unwell(rc))
 		remember_failure(w, key, rc, err);
-	if (fetch_unwell(rc))
-		health_failed(w->db, q->url, w->conf->error_ttl, err);
-	else /* an answer, even an error: the host is up */
-		health_ok(w->db, q->url);
+	health_note(w->db, q->url, rc, w->conf->error_ttl, err);
 	buf_free(&f.body);
 	if (have && stale_ok(reg, row, now)) {
 		*cache = "STALE";

@@ -369,14 +369,9 @@ static int refresh(struct worker *w, const struct conf_index *ix,
 	cond = have && p->status == 200 && !cooldown_active(&cd);
 	rc = fetch_page(&o, url, upstream_accept, cond ? p->etag : NULL,
 			cond ? p->last_modified : NULL, &f, err, errlen);
-	if (rc) {
-		if (fetch_unwell(rc))
-			health_failed(w->db, url, c->error_ttl, err);
-		else /* an answer, even an error: the host is up */
-			health_ok(w->db, url);
+	health_note(w->db, url, rc, c->error_ttl, err);
+	if (rc)
 		goto failed;
-	}
-	health_ok(w->db, url);
 	if (f.status == 304 && have && p->status == 200) {
 		p->fetched_at = now;
 		p->ttl = page_ttl(w, &f);

@@ -129,10 +129,7 @@ int fill_run(struct db *db, const char *data_dir, struct flight *f,
 	} else {
 		rc = fetch_file(want->opts, want->url, want->size, f->fd, &fh,
 				sha256, err, errlen);
-		if (rc && fetch_unwell(rc))
-			health_failed(db, want->url, want->error_ttl, err);
-		else /* an answer, even an error: the host is up */
-			health_ok(db, want->url);
+		health_note(db, want->url, rc, want->error_ttl, err);
 	}
 	if (!rc)
 		rc = check(want, f->fd, sha256, &size, err, errlen);

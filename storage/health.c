@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/url.h"
+#include "storage/fetch.h"
 #include "storage/health.h"
 
 /* The probe this process holds: the lock on its host's byte of
@@ -155,6 +156,15 @@ void health_ok(struct db *db, const char *url)
 	    now - seen.ok_at < HEALTH_SEEN_EVERY && now >= seen.ok_at)
 		return;
 	db_seen_ok(db, key, now);
+}
+
+void health_note(struct db *db, const char *url, int rc, long ttl,
+		 const char *reason)
+{
+	if (rc && fetch_unwell(rc))
+		health_failed(db, url, ttl, reason);
+	else
+		health_ok(db, url);
 }
 
 int health_seen(struct db *db, const char *url, struct db_seen *seen)

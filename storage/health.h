@@ -58,6 +58,13 @@ void health_ok(struct db *db, const char *url);
 /* How often health_ok() notes a host's answer again, in seconds. */
 #define HEALTH_SEEN_EVERY 60
 
+/* Notes how a request to url ended, rc being what a fetch returned: a
+ * failure of the host itself (fetch_unwell) as health_failed() with ttl
+ * and reason, anything else (an answer, even an error status or bad
+ * bytes) as health_ok(). */
+void health_note(struct db *db, const char *url, int rc, long ttl,
+		 const char *reason);
+
 /* What was last seen of the host of url: its last answer and failure,
  * whether the last attempt failed (a failure is noted whatever error_ttl
  * says). Returns 0, ENOENT (nothing yet), EINVAL or EIO. */
