@@ -8,7 +8,7 @@
 
 #include "common/conf.h"
 #include "common/conf_keys.h"
-#include "common/token.h"
+#include "common/names.h"
 
 #ifndef LOCALSTATEDIR
 #define LOCALSTATEDIR "/var"
@@ -587,14 +587,14 @@ static const char *check_layers(void *f)
 
 /* Globs of project names, normalised as the names they are matched
  * against are (PEP 503: lowercase, a run of '-', '_', '.' one '-'), as
- * token globs are (token_globs_normalize). */
+ * token globs are (names_globs_normalize). */
 static const char *check_globs(void *f)
 {
-	char *list = *(char **)f, out[TOKEN_MAX_GLOBS + 1], err[160];
+	char *list = *(char **)f, out[NAMES_MAX_GLOBS + 1], err[160];
 
 	if (!*list)
 		return NULL;
-	if (token_globs_normalize(list, out, sizeof(out), err, sizeof(err)))
+	if (names_globs_normalize(list, out, sizeof(out), err, sizeof(err)))
 		return "project name globs (letters, digits, - _ . * ?) "
 		       "separated by spaces";
 	memcpy(list, out, strlen(out) + 1); /* never longer than list */

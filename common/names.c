@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/hex.h"
@@ -130,4 +131,69 @@ int names_globs_match(const char *globs, const char *name)
 			return 1;
 	}
 	return 0;
+}
+
+int names_globs_normalize(const char *in, char *out, size_t len, char *err,
+			  size_t errlen)
+{
+	size_t o = 0, limit = len - 1;
+	int in_word = 0, sep = 0;
+
+	if (!len)
+		return EINVAL;
+	if (limit > NAMES_MAX_GLOBS)
+		limit = NAMES_MAX_GLOBS;
+	for (const char *p = in;; p++) {
+		unsigned char c = (unsigned char)*p;
+		char put = 0;
+
+		if (!c || (c == ' ' || c == '\t')) {
+			in_word = 0;
+			sep = 0;
+			if (!c)
+				break;
+			continue;
+		}
+		if (c == '-' || c == '_' || c == '.') {
+			sep = 1;
+			continue;
+		}
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '*' || c == '?')) {
+			snprintf(err, errlen, "project glob \"%.64s\": %s", in,
+			         "expected letters, digits, '-', '_', '.', "
+			         "'*' and '?'");
+			return EINVAL;
+		}
+		if (c >= 'A' && c <= 'Z')
+			c = (unsigned char)(c - 'A' + 'a');
+		/* a space between globs, a '-' for a run of separators
+		 * inside one (a leading or trailing run goes, as in a
+		 * normalised name) */
+		if (!in_word && o)
+			put = ' ';
+		else if (in_word && sep)
+			put = '-';
+		if (put) {
+			if (o + 1 > limit)
+				goto too_long;
+			out[o++] = put;
+		}
+		if (o + 1 > limit)
+			goto too_long;
+		out[o++] = (char)c;
+		in_word = 1;
+		sep = 0;
+	}
+	out[o] = '\0';
+	if (!o) {
+		snprintf(err, errlen,
+		         "no project globs given (\"*\" is every "
+		         "project)");
+		return EINVAL;
+	}
+	return 0;
+too_long:
+	snprintf(err, errlen, "project globs longer than %zu bytes", limit);
+	return EINVAL;
 }

@@ -28,4 +28,15 @@ int names_is_filename(const char *s);
  * glob is exponential. (Project globs of tokens and protected_names.) */
 int names_globs_match(const char *globs, const char *name);
 
+/* The longest glob list names_globs_normalize() makes. */
+#define NAMES_MAX_GLOBS 511
+
+/* Normalises a glob list as names are (PEP 503: lowercase, each run of
+ * '-', '_', '.' one '-'; '*' and '?' kept) with single spaces between
+ * globs, into out. Returns 0, or EINVAL with a reason in err: an empty
+ * list, a byte a project name cannot hold, or a list longer than
+ * NAMES_MAX_GLOBS (or than out). */
+int names_globs_normalize(const char *in, char *out, size_t len, char *err,
+			  size_t errlen);
+
 #endif

@@ -22,7 +22,6 @@
 /* "lt_" id "_" secret */
 #define TOKEN_TEXT_LEN (3 + TOKEN_ID_HEX + 1 + TOKEN_SECRET_HEX)
 /* What a glob list may hold (db_token.projects). */
-#define TOKEN_MAX_GLOBS 511
 /* The longest duration token_duration_parse() takes: 100 years. */
 #define TOKEN_MAX_DURATION (100LL * 366 * 86400)
 
@@ -72,13 +71,6 @@ int token_actions_format(unsigned mask, char *out, size_t len);
 /* The name of one action bit ("upload"), or "?" for anything else. */
 const char *token_action_name(unsigned action);
 
-/* Normalises a glob list as names are (PEP 503: lowercase, each run of
- * '-', '_', '.' one '-'; '*' and '?' kept) with single spaces between
- * globs, into out. Returns 0, or EINVAL with a reason in err: an empty
- * list, a byte a project name cannot hold, or a list longer than
- * TOKEN_MAX_GLOBS (or than out). */
-int token_globs_normalize(const char *in, char *out, size_t len, char *err,
-                          size_t errlen);
 
 
 /* Reads a duration: "never" (*seconds 0) or a positive number with a unit

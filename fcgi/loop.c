@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "fcgi/dispatch.h"
 #include "fcgi/loop.h"
 #include "fcgi/req.h"
 #include "fcgi/worker.h"
@@ -68,6 +67,7 @@ struct loop {
 	long max_requests;
 	struct pool_board *board;
 	int slot;
+	server_handler *handle;
 };
 
 static struct conn *find_conn(struct loop *l, int fd)
@@ -118,7 +118,7 @@ static void serve(struct loop *l, struct conn *c)
 	c->state = CONN_BUSY;
 	pool_mark(l->board, l->slot, 1);
 	err = req_init(&r, c);
-	dispatch(&l->w, &r, err);
+	l->handle(&l->w, &r, err);
 	req_free(&r);
 	/* req_abort() closed it, or req_end() ended the request already */
 	if (c->state == CONN_BUSY)
@@ -287,7 +287,7 @@ static int wind_down(struct loop *l)
 }
 
 int loop_fcgi(const struct conf *c, int listen_fd, long max_requests,
-	      struct pool_board *board, int slot)
+	      struct pool_board *board, int slot, server_handler *handle)
 {
 	struct epoll_event evs[16];
 	struct sigaction sa;
@@ -300,6 +300,7 @@ int loop_fcgi(const struct conf *c, int listen_fd, long max_requests,
 	l.listen_fd = listen_fd;
 	l.board = board;
 	l.slot = slot;
+	l.handle = handle;
 	l.max_requests = max_requests;
 	/* The supervisor forked this process with its signals blocked: what
 	 * was sent since stays pending until the handlers below are in.
@@ -391,7 +392,7 @@ int loop_fcgi(const struct conf *c, int listen_fd, long max_requests,
 	return 0;
 }
 
-int loop_cgi(const struct conf *c)
+int loop_cgi(const struct conf *c, server_handler *handle)
 {
 	struct worker w;
 	sigset_t term;
@@ -413,7 +414,7 @@ int loop_cgi(const struct conf *c)
 		req_free(&r);
 		return 1;
 	}
-	dispatch(&w, &r, err);
+	handle(&w, &r, err);
 	req_drain(&r);
 	req_free(&r);
 	worker_collect(&w, w.db);

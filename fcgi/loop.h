@@ -4,6 +4,7 @@
 
 #include "common/conf.h"
 #include "fcgi/pool.h"
+#include "fcgi/server.h"
 
 /* Serves FastCGI connections from listen_fd (non-blocking, shared with the
  * pool's other workers) until SIGTERM or SIGINT (answers what it has
@@ -17,9 +18,9 @@
  * slot are its place in the pool's scoreboard (board NULL: none). The
  * caller forks it with SIGTERM, SIGINT, SIGUSR1 and SIGUSR2 blocked. */
 int loop_fcgi(const struct conf *c, int listen_fd, long max_requests,
-	      struct pool_board *board, int slot);
+	      struct pool_board *board, int slot, server_handler *handle);
 
 /* Answers the one CGI request in the environment. Returns an exit status. */
-int loop_cgi(const struct conf *c);
+int loop_cgi(const struct conf *c, server_handler *handle);
 
 #endif

@@ -26,6 +26,7 @@
 #include "common/conf.h"
 #include "common/conf_keys.h"
 #include "fcgi/cmd.h"
+#include "fcgi/dispatch.h"
 #include "fcgi/hosted_cmd.h"
 #include "fcgi/loop.h"
 #include "fcgi/pool.h"
@@ -328,7 +329,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 2 && strcmp(argv[1], "serve") == 0)
-		return serve_main(argc - 1, argv + 1);
+		return serve_main(argc - 1, argv + 1, dispatch);
 	if (argc >= 2 && strcmp(argv[1], "config") == 0)
 		return config_cmd(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "fsck") == 0)
@@ -355,7 +356,7 @@ int main(int argc, char **argv)
 		/* Spawned by the web server on a socket of our own: a pool on
 		 * it, sized by $LARDER_WORKERS (mod_fcgid runs one process
 		 * per request at a time and wants 1) or the config. */
-		rc = pool_run(&c, NULL, 0, env_workers());
+		rc = pool_run(&c, NULL, 0, env_workers(), dispatch);
 		conf_free(&c);
 		return rc;
 	}
@@ -367,7 +368,7 @@ int main(int argc, char **argv)
 			      stdout);
 			return 1;
 		}
-		rc = loop_cgi(&c);
+		rc = loop_cgi(&c, dispatch);
 		conf_free(&c);
 		return rc;
 	}

@@ -11,7 +11,7 @@
 #include "common/oci_tags.h"
 #include "common/sha256.h"
 #include "fcgi/oci_refs.h"
-#include "fcgi/pages.h"
+#include "storage/gc.h"
 #include "storage/blob.h"
 #include "storage/lru.h"
 #include "storage/flight.h"
@@ -177,7 +177,8 @@ static int store(struct worker *w, const struct conf_registry *reg,
 		return rc;
 	}
 	lru_added((long long)len);
-	pages_collect(w);
+	gc_collect_replaced(w->db, w->conf->data_dir,
+			    w->conf->gc_grace);
 	return 0;
 }
 

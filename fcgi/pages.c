@@ -18,6 +18,7 @@
 #include "fcgi/pages.h"
 #include "fcgi/quarantine.h"
 #include "fcgi/virtual.h"
+#include "storage/gc.h"
 #include "storage/blob.h"
 #include "storage/lru.h"
 #include "storage/flight.h"
@@ -34,8 +35,6 @@ static const char upstream_accept[] =
 /* Pages bigger than this give their memory back to the system after
  * parsing. */
 #define TRIM_OVER (1 << 20)
-/* Superseded renderings deleted in one go. */
-#define COLLECT_MAX 32
 
 static int fresh(const struct db_page *p, time_t now)
 {
@@ -114,39 +113,6 @@ int pages_keep_renderings(struct worker *w, const struct buf *json,
 	lru_touch(p->json_sha);
 	lru_touch(p->html_sha);
 	return 0;
-}
-
-void pages_collect(struct worker *w)
-{
-	char due[COLLECT_MAX][65], path[PATH_MAX];
-	size_t n = 0;
-	long refs;
-	int rc;
-
-	if (db_garbage_due(w->db, (long long)time(NULL) - w->conf->gc_grace,
-			   due, COLLECT_MAX, &n) || n == 0)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		/* the note, the check and the unlink under one write lock:
-		 * an upload of the same bytes takes the note first (and the
-		 * blob stays), or finds the blob gone and stores it again */
-		if (db_begin(w->db))
-			return;
-		rc = db_garbage_take(w->db, due[i]);
-		/* a later refresh may have made the same bytes again */
-		if (!rc && db_refs(w->db, due[i], &refs) == 0 && refs == 0 &&
-		    blob_path(w->conf->data_dir, due[i], path,
-			      sizeof(path)) == 0) {
-			/* (and its .gz copy: storage/blob.h) */
-			rc = blob_remove(w->conf->data_dir, due[i]);
-			if (rc && rc != ENOENT)
-				log_warn(rc, path, "deleting a replaced blob");
-			else
-				db_blob_delete(w->db, due[i]);
-		}
-		if (db_commit(w->db))
-			db_rollback(w->db);
-	}
 }
 
 /* Notes the file whose metadata an installer reading this page likely
@@ -399,7 +365,8 @@ static int refresh(struct worker *w, const struct conf_index *ix,
 	if (rc)
 		goto failed;
 	*cache = "MISS";
-	pages_collect(w);
+	gc_collect_replaced(w->db, w->conf->data_dir,
+			    w->conf->gc_grace);
 done:
 	/* a success after a remembered failure ends it */
 	if (!rc && db_outcome_get(w->db, key, sha, why, sizeof(why), NULL) ==

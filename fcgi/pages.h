@@ -39,7 +39,7 @@ int pages_get_leaf(struct worker *w, int idx, const char *project,
 		   char *err, size_t errlen);
 
 /* Notes the renderings of old that p does not use as garbage, for
- * pages_collect() (inside the caller's transaction). Returns 0 or EIO. */
+ * gc_collect_replaced() (inside the caller's transaction). Returns 0 or EIO. */
 int pages_note_replaced(struct worker *w, const struct db_page *old,
 			const struct db_page *p, long long now);
 
@@ -64,9 +64,5 @@ void pages_forget_missing(struct worker *w, int idx, const char *project);
  * another process is refreshing it already, or did. Clears
  * w->revalidate. */
 void pages_revalidate(struct worker *w);
-
-/* Deletes the renderings that refreshes replaced more than gc_grace ago,
- * unless a page uses them again. */
-void pages_collect(struct worker *w);
 
 #endif

@@ -40,6 +40,9 @@ struct pool_board {
 	struct pool_slot slot[POOL_MAX];
 };
 
+/* what every worker of this pool answers requests with (pool_run) */
+static server_handler *handler;
+
 static volatile sig_atomic_t got_term, got_hup, got_chld, got_usr1;
 
 static void on_signal(int sig)
@@ -117,7 +120,7 @@ static pid_t spawn(struct pool_board *b, long i, const struct conf *c,
 		signal(SIGALRM, SIG_DFL);
 		signal(SIGHUP, SIG_IGN);
 		s->pid = getpid();
-		_exit(loop_fcgi(c, fd, c->max_requests, b, (int)i));
+		_exit(loop_fcgi(c, fd, c->max_requests, b, (int)i, handler));
 	}
 	if (pid < 0) {
 		log_error(errno, "pool", "fork");
@@ -315,7 +318,7 @@ static int reload(struct pool_board *b, struct conf *c,
 }
 
 int pool_run(struct conf *c, const char *conf_path, int listen_fd,
-	     long workers)
+	     long workers, server_handler *handle)
 {
 	struct pool_board *b;
 	struct sigaction sa;
@@ -323,6 +326,7 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 	long min;
 	int fl;
 
+	handler = handle;
 	if (log_open(c->log_file)) /* said why, where the log went so far */
 		return 1;
 	b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE,

@@ -16,6 +16,7 @@
 #define LARDER_POOL_H
 
 #include "common/conf.h"
+#include "fcgi/server.h"
 
 #define POOL_MAX 1024
 
@@ -26,7 +27,7 @@ struct pool_board;
  * freed and replaced then); workers is the least number kept (0: the
  * config's). Returns an exit status. */
 int pool_run(struct conf *c, const char *conf_path, int listen_fd,
-	     long workers);
+	     long workers, server_handler *handle);
 
 /* Worker side: marks this worker's place busy (1) or idle (0). Taking the
  * last idle place asks the supervisor for another worker. NULL board is

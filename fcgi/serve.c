@@ -212,7 +212,7 @@ static void usage(void)
 		"becomes NAME\n(--user root to stay root).\n");
 }
 
-int serve_main(int argc, char **argv)
+int serve_main(int argc, char **argv, server_handler *handle)
 {
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'},
@@ -320,7 +320,7 @@ int serve_main(int argc, char **argv)
 		 conf.data_dir,
 		 conf.source ? conf.source : "(built-in defaults)",
 		 user ? ", as user " : "", user ? user : "");
-	rc = pool_run(&conf, conf_path, fd, workers);
+	rc = pool_run(&conf, conf_path, fd, workers, handle);
 out:
 	close(fd);
 	if (sock)

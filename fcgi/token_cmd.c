@@ -8,6 +8,7 @@
 #include <openssl/rand.h>
 
 #include "common/hex.h"
+#include "common/names.h"
 #include "common/token.h"
 #include "fcgi/hosted.h"
 #include "fcgi/token_cmd.h"
@@ -123,7 +124,7 @@ static int add(const struct conf *c, int argc, char **argv, FILE *out,
 		return 2;
 	}
 	if (token_actions_parse(actions, &mask, why, sizeof(why)) ||
-	    token_globs_normalize(*globs ? globs : "*", t.projects,
+	    names_globs_normalize(*globs ? globs : "*", t.projects,
 	                          sizeof(t.projects), why, sizeof(why)) ||
 	    token_duration_parse(expires, &ttl, why, sizeof(why))) {
 		fprintf(err, "larder token add: %s\n", why);

@@ -313,7 +313,7 @@ static int sdist_metadata_reliable(const char *version)
 /* Takes the garbage notes of the blobs h names, before they are stored:
  * bytes a replaced or removed upload left for the collector (the same
  * file uploaded again) stay, since the note's taker decides (pages.c
- * pages_collect), and the use recorded now keeps eviction off them until
+ * gc_collect_replaced), and the use recorded now keeps eviction off them until
  * they are published. Returns 0 or an errno. */
 static int keep_blobs(struct worker *w, const struct db_hosted *h)
 {

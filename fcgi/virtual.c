@@ -18,6 +18,7 @@
 #include "fcgi/pages.h"
 #include "fcgi/quarantine.h"
 #include "fcgi/virtual.h"
+#include "storage/gc.h"
 #include "storage/blob.h"
 #include "storage/lru.h"
 
@@ -363,7 +364,8 @@ int virtual_get(struct worker *w, int idx, const char *project, int may_skip,
 			/* still gone after a second look: not a 404 */
 			return rc == ENOENT ? EIO : rc;
 		}
-		pages_collect(w);
+		gc_collect_replaced(w->db, w->conf->data_dir,
+				    w->conf->gc_grace);
 		break;
 	}
 	/* fresh as long as its soonest-expiring source; at once stale when

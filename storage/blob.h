@@ -88,7 +88,7 @@ int blob_keep(const char *data_dir, const void *p, size_t n,
  * (blob_put_page, outside the lock, where the writing is): called inside
  * that transaction, puts it again when a collector deleted it in between.
  * The collectors decide and unlink under that same lock (storage/gc.h,
- * fcgi/pages.c pages_collect), so once this returns 0 the blob stays
+ * gc_collect_replaced), so once this returns 0 the blob stays
  * until the transaction commits the row that names it. *size is updated
  * when it is put again. Returns 0 or blob_put_page's errno. */
 int blob_keep_page(const char *data_dir, const void *p, size_t n,

@@ -147,7 +147,7 @@ int db_blob_evict(struct db *db, const char *sha256, long long now, int dry_run)
 	    "         WHERE hosted.idx = pages.idx)))";
 	static const char *const drop[] = {
 	    /* the page's other rendering: garbage for the replaced-rendering
-	     * collector (fcgi/pages.c pages_collect), due gc_grace from now
+	     * collector (gc_collect_replaced), due gc_grace from now
 	     * like any other, so that a request which read the page row
 	     * before it went can still hand that rendering out */
 	    "INSERT OR IGNORE INTO garbage"

@@ -20,6 +20,9 @@
 #include "storage/lru.h"
 #include "storage/stats.h"
 
+/* Replaced blobs deleted in one go (gc_collect_replaced). */
+#define REPLACED_MAX 32
+
 #define BATCH 256 /* candidates read at a time */
 
 /* Takes DATA/gc.lock. Returns 0 with *fd the caller's to close (which
@@ -600,4 +603,37 @@ int gc_command(struct db *db, const struct conf *c, int dry_run, FILE *out)
 	against(out, r.bytes_after, c->max_size);
 	fprintf(out, "\n");
 	return 0;
+}
+
+void gc_collect_replaced(struct db *db, const char *data_dir, long grace)
+{
+	char due[REPLACED_MAX][65], path[PATH_MAX];
+	size_t n = 0;
+	long refs;
+	int rc;
+
+	if (db_garbage_due(db, (long long)time(NULL) - grace,
+			   due, REPLACED_MAX, &n) || n == 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		/* the note, the check and the unlink under one write lock:
+		 * an upload of the same bytes takes the note first (and the
+		 * blob stays), or finds the blob gone and stores it again */
+		if (db_begin(db))
+			return;
+		rc = db_garbage_take(db, due[i]);
+		/* a later refresh may have made the same bytes again */
+		if (!rc && db_refs(db, due[i], &refs) == 0 && refs == 0 &&
+		    blob_path(data_dir, due[i], path,
+			      sizeof(path)) == 0) {
+			/* (and its .gz copy: storage/blob.h) */
+			rc = blob_remove(data_dir, due[i]);
+			if (rc && rc != ENOENT)
+				log_warn(rc, path, "deleting a replaced blob");
+			else
+				db_blob_delete(db, due[i]);
+		}
+		if (db_commit(db))
+			db_rollback(db);
+	}
 }

@@ -93,4 +93,10 @@ int gc_reconcile(struct db *db, const char *data_dir, int dry_run, long *added,
  * errno (logged). */
 int gc_command(struct db *db, const struct conf *c, int dry_run, FILE *out);
 
+/* Deletes the blobs that refreshes replaced more than grace seconds ago
+ * (renderings of pages, tag and referrers lists: db_garbage_note), unless
+ * something names them again; at most a batch per call, each decided and
+ * unlinked under one write lock. */
+void gc_collect_replaced(struct db *db, const char *data_dir, long grace);
+
 #endif

@@ -42,9 +42,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		    strcmp(id, id2) != 0 || strcmp(secret, secret2) != 0)
 			abort();
 	}
-	if (token_globs_normalize(glob_in, globs, sizeof(globs), err,
+	if (names_globs_normalize(glob_in, globs, sizeof(globs), err,
 	                          sizeof(err)) == 0) {
-		if (token_globs_normalize(globs, again, sizeof(again), err,
+		if (names_globs_normalize(globs, again, sizeof(again), err,
 		                          sizeof(err)) != 0 ||
 		    strcmp(globs, again) != 0)
 			abort();

@@ -146,24 +146,24 @@ T(globs)
 {
 	char out[512], err[256] = "";
 
-	CHECK_INT(token_globs_normalize("Corp_* internal.?", out, sizeof(out),
+	CHECK_INT(names_globs_normalize("Corp_* internal.?", out, sizeof(out),
 					err, sizeof(err)), 0);
 	CHECK_STR(out, "corp-* internal-?");
-	CHECK_INT(token_globs_normalize("  *  ", out, sizeof(out), err,
+	CHECK_INT(names_globs_normalize("  *  ", out, sizeof(out), err,
 					sizeof(err)), 0);
 	CHECK_STR(out, "*");
-	CHECK_INT(token_globs_normalize("a--b__c _x", out, sizeof(out), err,
+	CHECK_INT(names_globs_normalize("a--b__c _x", out, sizeof(out), err,
 					sizeof(err)), 0);
 	CHECK_STR(out, "a-b-c x");
-	CHECK_INT(token_globs_normalize("", out, sizeof(out), err,
+	CHECK_INT(names_globs_normalize("", out, sizeof(out), err,
 					sizeof(err)), EINVAL);
 	CHECK_CONTAINS(err, "no project globs");
-	CHECK_INT(token_globs_normalize("corp/*", out, sizeof(out), err,
+	CHECK_INT(names_globs_normalize("corp/*", out, sizeof(out), err,
 					sizeof(err)), EINVAL);
 	CHECK_CONTAINS(err, "corp/*");
-	CHECK_INT(token_globs_normalize("abcdef", out, 6, err, sizeof(err)),
+	CHECK_INT(names_globs_normalize("abcdef", out, 6, err, sizeof(err)),
 		  EINVAL);
-	CHECK_INT(token_globs_normalize("abcde", out, 6, err, sizeof(err)), 0);
+	CHECK_INT(names_globs_normalize("abcde", out, 6, err, sizeof(err)), 0);
 
 	CHECK_INT(names_globs_match("*", "anything"), 1);
 	CHECK_INT(names_globs_match("corp-*", "corp-lib"), 1);
