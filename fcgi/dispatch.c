@@ -4,16 +4,16 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/route.h"
-#include "fcgi/auth.h"
+#include "common/http/route.h"
+#include "fcgi/access/auth.h"
+#include "fcgi/admin/landing.h"
+#include "fcgi/admin/status.h"
 #include "fcgi/dispatch.h"
-#include "fcgi/hosted.h"
-#include "fcgi/landing.h"
-#include "fcgi/oci.h"
-#include "fcgi/pyapi.h"
-#include "fcgi/pypi.h"
-#include "fcgi/status.h"
-#include "fcgi/upload.h"
+#include "fcgi/oci/oci.h"
+#include "fcgi/pypi/hosted.h"
+#include "fcgi/pypi/pyapi.h"
+#include "fcgi/pypi/pypi.h"
+#include "fcgi/pypi/upload.h"
 #include "storage/health.h"
 #include "storage/stats.h"
 

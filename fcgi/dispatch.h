@@ -2,8 +2,8 @@
 #ifndef LARDER_DISPATCH_H
 #define LARDER_DISPATCH_H
 
-#include "fcgi/req.h"
-#include "fcgi/worker.h"
+#include "fcgi/server/req.h"
+#include "fcgi/server/worker.h"
 
 /* Answers r, whose req_init() returned init_err, and logs the access
  * line. */

@@ -23,16 +23,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/conf.h"
-#include "common/conf_keys.h"
-#include "fcgi/cmd.h"
+#include "common/conf/conf.h"
+#include "common/conf/keys.h"
+#include "fcgi/cmd/cmd.h"
+#include "fcgi/cmd/hosted_cmd.h"
+#include "fcgi/cmd/token_cmd.h"
+#include "fcgi/cmd/warm.h"
 #include "fcgi/dispatch.h"
-#include "fcgi/hosted_cmd.h"
-#include "fcgi/loop.h"
-#include "fcgi/pool.h"
-#include "fcgi/serve.h"
-#include "fcgi/token_cmd.h"
-#include "fcgi/warm.h"
+#include "fcgi/server/loop.h"
+#include "fcgi/server/pool.h"
+#include "fcgi/server/serve.h"
 #include "storage/blob.h"
 #include "storage/fsck.h"
 #include "storage/gc.h"
@@ -283,7 +283,7 @@ static int gc_cmd(int argc, char **argv)
 	return rc ? 2 : 0;
 }
 
-/* larder token add|list|revoke [-c FILE] ...: fcgi/token_cmd.h (-c may
+/* larder token add|list|revoke [-c FILE] ...: fcgi/cmd/token_cmd.h (-c may
  * come anywhere after "token"). */
 static int token_main(int argc, char **argv)
 {

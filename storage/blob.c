@@ -13,9 +13,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "common/hash/sha256.h"
 #include "common/log.h"
 #include "common/names.h"
-#include "common/sha256.h"
 #include "storage/blob.h"
 
 int blob_relpath(const char *sha256, char *out, size_t outlen)

@@ -11,8 +11,8 @@
 
 #include <curl/curl.h>
 
+#include "common/hash/sha256.h"
 #include "common/log.h"
-#include "common/sha256.h"
 #include "common/url.h"
 #include "storage/fetch.h"
 #include "storage/fetch_priv.h"

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/hash/sha256.h"
 #include "common/log.h"
-#include "common/sha256.h"
 #include "storage/blob.h"
 #include "storage/fill.h"
 #include "storage/health.h"

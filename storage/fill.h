@@ -9,7 +9,7 @@
 #ifndef LARDER_FILL_H
 #define LARDER_FILL_H
 
-#include "storage/db.h"
+#include "storage/db/db.h"
 #include "storage/fetch.h"
 #include "storage/flight.h"
 

@@ -20,7 +20,7 @@
 
 #include <limits.h>
 
-#include "storage/db.h"
+#include "storage/db/db.h"
 
 /* The longest key: "page:" + a 100-byte index + ':' + a 200-byte project
  * fits, and so does "blob:" or "meta:" + a sha256. */

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "common/gunzip.h"
+#include "common/hash/sha256.h"
 #include "common/names.h"
-#include "common/sha256.h"
 #include "storage/blob.h"
 #include "storage/flight.h"
 #include "storage/fsck.h"

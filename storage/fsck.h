@@ -20,7 +20,7 @@
 
 #include <stdio.h>
 
-#include "storage/db.h"
+#include "storage/db/db.h"
 
 struct fsck_report {
 	long blobs;          /* blobs looked at */

@@ -129,7 +129,7 @@ static int evict_one(struct db *db, const char *data_dir,
 	err = db_blob_evict(db, row->sha256, now, 0);
 	/* handed out while we looked; read again under the lock, just
 	 * before the unlink. A request that records its use after this
-	 * finds the blob gone when it hands it out (a miss, fcgi/send.c),
+	 * finds the blob gone when it hands it out (a miss, fcgi/server/send.c),
 	 * save one that records it, looks, and hands the path to the web
 	 * server between this read and the unlink: a window of a few
 	 * system calls, for a blob unused for gc_grace, that only a lock

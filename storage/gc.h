@@ -33,8 +33,8 @@
 
 #include <stdio.h>
 
-#include "common/conf.h"
-#include "storage/db.h"
+#include "common/conf/conf.h"
+#include "storage/db/db.h"
 
 struct gc_opts {
 	long long max_size; /* bytes; 0: no limit */
@@ -59,7 +59,7 @@ struct gc_report {
 };
 
 /* Runs the collector once, as above; o->incoming asks for room for a
- * blob about to be committed (fcgi/worker.c worker_make_room). Returns 0 (r
+ * blob about to be committed (fcgi/server/worker.c worker_make_room). Returns 0 (r
  * says what it did), EWOULDBLOCK when another runs and o->wait is 0, or an
  * errno (logged). */
 int gc_run(struct db *db, const char *data_dir, const struct gc_opts *o,

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "storage/db.h"
+#include "storage/db/db.h"
 
 /* Seconds after a host failed before a request may try it again: every
  * other request fails fast meanwhile, also when the host does not answer

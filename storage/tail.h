@@ -25,7 +25,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "storage/db.h"
+#include "storage/db/db.h"
 #include "storage/flight.h"
 
 struct tail {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/accept.h"
+#include "common/http/accept.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

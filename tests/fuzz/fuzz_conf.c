@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/conf.h"
+#include "common/conf/conf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/fastcgi.h"
+#include "common/http/fastcgi.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

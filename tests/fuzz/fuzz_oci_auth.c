@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/oci_auth.h"
+#include "common/oci/auth.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/oci_manifest.h"
+#include "common/oci/manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

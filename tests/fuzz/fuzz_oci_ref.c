@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/oci_ref.h"
+#include "common/oci/ref.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

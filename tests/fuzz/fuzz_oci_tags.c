@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/oci_tags.h"
+#include "common/oci/tags.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

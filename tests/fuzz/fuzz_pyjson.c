@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/coremeta.h"
+#include "common/dist/coremeta.h"
+#include "common/dist/pep440.h"
 #include "common/json.h"
-#include "common/pep440.h"
-#include "common/pyjson.h"
+#include "common/pypi/pyjson.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/requirements.h"
+#include "common/dist/requirements.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/route.h"
+#include "common/http/route.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

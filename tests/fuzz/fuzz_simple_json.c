@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/html.h"
-#include "common/simple.h"
+#include "common/pypi/html.h"
+#include "common/pypi/simple.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

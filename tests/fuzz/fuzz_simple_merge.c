@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "common/names.h"
-#include "common/simple.h"
-#include "common/simple_merge.h"
+#include "common/pypi/simple.h"
+#include "common/pypi/simple_merge.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dist/tarscan.h"
 #include "common/gunzip.h"
-#include "common/tarscan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

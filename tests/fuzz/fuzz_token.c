@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/http/token.h"
 #include "common/names.h"
-#include "common/token.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/wheelmeta.h"
+#include "common/dist/wheelmeta.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

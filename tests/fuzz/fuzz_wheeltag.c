@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/wheeltag.h"
+#include "common/dist/wheeltag.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/zipdir.h"
+#include "common/dist/zipdir.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 

@@ -129,7 +129,7 @@ def assert_serves(st, project, path, route="root/private"):
     assert sha256(r.body) == sha256(data), "served bytes differ from the upload"
 
 
-# How long nginx and clients may keep a hosted page (fcgi/hosted.h
+# How long nginx and clients may keep a hosted page (fcgi/pypi/hosted.h
 # HOSTED_FRESH): to the end of the second it was sent in, the Expires one
 # second on.
 HOSTED_FRESH = 1

@@ -1,0 +1,245 @@
+/* conf_check: the checks that need the whole file, run after parsing: each
+ * declared index has the keys its type needs, virtual indexes' layers name
+ * declared indexes and form no cycle, and the declared registries have
+ * what they need and one default at most. */
+#include "config.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/conf/conf.h"
+#include "common/conf/keys.h"
+
+/* Index i's line for key name, or its section's line. */
+static unsigned key_line(const struct conf_parser *p, size_t i,
+                         const char *name)
+{
+	const struct conf_key *k = conf_find_key("index", name);
+	unsigned line = p->index_line[i][k - conf_keys];
+
+	return line ? line : p->section_line[i];
+}
+
+static int is_set(const struct conf_parser *p, size_t i, const char *name)
+{
+	return p->index_line[i][conf_find_key("index", name) - conf_keys] != 0;
+}
+
+/* "cache", "virtual", "hosted" or a list of them, for a key's types. */
+static void type_names(unsigned types, char *out, size_t len)
+{
+	static const char *const names[] = {"cache", "virtual", "hosted"};
+	size_t n = 0;
+
+	*out = '\0';
+	for (size_t t = 0; t < sizeof(names) / sizeof(names[0]); t++) {
+		if (!(types & CONF_FOR(t)))
+			continue;
+		n += (size_t)snprintf(out + n, len - n, "%s%s", n ? " or " : "",
+		                      names[t]);
+		if (n >= len)
+			return;
+	}
+}
+
+/* Checks one declared index on its own: type, the keys it needs, and no
+ * key the table says is for another type. */
+static int check_index(struct conf_parser *p, size_t i)
+{
+	struct conf_index *ix = &p->c->index[i];
+	unsigned line = p->section_line[i];
+	char types[64];
+
+	snprintf(p->where, sizeof(p->where), "[index \"%s\"]: ", ix->name);
+	if (!is_set(p, i, "type"))
+		return conf_fail(p, line,
+		                 "%smissing type (expected one of cache, "
+		                 "virtual, hosted)",
+		                 p->where);
+	for (size_t k = 0; k < CONF_NKEYS; k++) {
+		const struct conf_key *key = &conf_keys[k];
+
+		if (strcmp(key->section, "index") || !key->types ||
+		    (key->types & CONF_FOR(ix->type)) ||
+		    !p->index_line[i][k])
+			continue;
+		type_names(key->types, types, sizeof(types));
+		return conf_fail(p, p->index_line[i][k],
+		                 "%s%s is only for type = %s", p->where,
+		                 key->name, types);
+	}
+	if (ix->type == CONF_INDEX_CACHE && !ix->upstream)
+		return conf_fail(p, line,
+		                 "%smissing upstream (a cache index needs "
+		                 "the URL of its upstream simple index)",
+		                 p->where);
+	if (ix->type == CONF_INDEX_VIRTUAL && !ix->layers)
+		return conf_fail(p, line,
+		                 "%smissing layers (a virtual index needs the "
+		                 "names of the indexes it serves)",
+		                 p->where);
+	return 0;
+}
+
+static int resolve_layers(struct conf_parser *p, size_t i)
+{
+	struct conf_index *ix = &p->c->index[i];
+	char name[CONF_MAX_NAME + 1];
+	size_t n;
+	int j;
+
+	ix->nlayers = 0;
+	for (const char *w = ix->layers; *w; w += n + (w[n] == ' ')) {
+		n = strcspn(w, " ");
+		memcpy(name, w, n); /* check_layers saw n <= CONF_MAX_NAME */
+		name[n] = '\0';
+		j = conf_index_find(p->c, name);
+		if (j < 0 || (size_t)j == i)
+			return conf_fail(
+			    p, key_line(p, i, "layers"),
+			    "%slayers = \"%s\": %s \"%s\"", p->where,
+			    ix->layers,
+			    j < 0 ? "unknown index"
+			          : "an index cannot be its own layer:",
+			    name);
+		ix->layer[ix->nlayers++] = (size_t)j;
+	}
+	return 0;
+}
+
+/* Reports the cycle stack[start..depth-1] -> stack[start]. */
+static int report_cycle(struct conf_parser *p, const size_t *stack,
+                        size_t start, size_t depth)
+{
+	const struct conf_index *ix = &p->c->index[stack[start]];
+	char path[1024];
+	size_t n = 0;
+	int w;
+
+	for (size_t d = start; d < depth && n < sizeof(path); d++) {
+		w = snprintf(path + n, sizeof(path) - n, "%s -> ",
+		             p->c->index[stack[d]].name);
+		n += w < 0 ? 0 : (size_t)w;
+	}
+	if (n < sizeof(path))
+		snprintf(path + n, sizeof(path) - n, "%s", ix->name);
+	snprintf(p->where, sizeof(p->where), "[index \"%s\"]: ", ix->name);
+	return conf_fail(p, key_line(p, stack[start], "layers"),
+	                 "%slayers form a cycle: %s", p->where, path);
+}
+
+/* Depth-first walk from index i; state is 0 (not seen), 1 (on the path in
+ * stack[0..depth-1]) or 2 (done). Returns EINVAL on a cycle. */
+static int visit(struct conf_parser *p, size_t i, unsigned char *state,
+                 size_t *stack, size_t depth)
+{
+	const struct conf_index *ix = &p->c->index[i];
+	size_t start;
+	int err;
+
+	if (state[i] == 2 || ix->type != CONF_INDEX_VIRTUAL)
+		return 0;
+	if (state[i] == 1) {
+		for (start = 0; stack[start] != i; start++)
+			;
+		return report_cycle(p, stack, start, depth);
+	}
+	state[i] = 1;
+	stack[depth] = i;
+	for (size_t l = 0; l < ix->nlayers; l++) {
+		err = visit(p, ix->layer[l], state, stack, depth + 1);
+		if (err)
+			return err;
+	}
+	state[i] = 2;
+	return 0;
+}
+
+/* Checks the declared indexes as a whole. */
+int conf_check_indexes(struct conf_parser *p)
+{
+	unsigned char state[CONF_MAX_INDEXES] = {0};
+	size_t stack[CONF_MAX_INDEXES];
+	int err;
+
+	for (size_t i = 0; i < p->c->nindex; i++) {
+		err = check_index(p, i);
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < p->c->nindex; i++) {
+		p->c->index[i].nlayers = 0;
+		if (p->c->index[i].type != CONF_INDEX_VIRTUAL)
+			continue;
+		snprintf(p->where, sizeof(p->where),
+		         "[index \"%s\"]: ", p->c->index[i].name);
+		err = resolve_layers(p, i);
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < p->c->nindex; i++) {
+		err = visit(p, i, state, stack, 0);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Registry i's line for key name, or its section's line. */
+static unsigned registry_key_line(const struct conf_parser *p, size_t i,
+                                  const char *name)
+{
+	const struct conf_key *k = conf_find_key("registry", name);
+	unsigned line = p->registry_line[i][k - conf_keys];
+
+	return line ? line : p->registry_section_line[i];
+}
+
+/* Checks the declared registries; by their values, not by which keys were
+ * written, so that a dump (which writes every key) parses again. */
+int conf_check_registries(struct conf_parser *p)
+{
+	const char *set, *unset;
+	char ref[PATH_MAX + 32];
+	int def = -1;
+
+	for (size_t i = 0; i < p->c->nregistry; i++) {
+		const struct conf_registry *r = &p->c->registry[i];
+		unsigned line = p->registry_section_line[i];
+
+		snprintf(p->where, sizeof(p->where),
+		         "[registry \"%s\"]: ", r->name);
+		if (!r->upstream)
+			return conf_fail(
+			    p, line,
+			    "%sregistry %s has no upstream (expected "
+			    "the URL of the registry it caches, like "
+			    "upstream = https://registry-1.docker.io)",
+			    p->where, r->name);
+		/* the token service wants both or neither */
+		if (!*r->username != !*r->password_file) {
+			set = *r->username ? "username" : "password_file";
+			unset = *r->username ? "password_file" : "username";
+			return conf_fail(p, registry_key_line(p, i, set),
+			                 "%susername and password_file go "
+			                 "together: %s is set but %s is not",
+			                 p->where, set, unset);
+		}
+		if (!r->is_default)
+			continue;
+		if (def >= 0)
+			return conf_fail(
+			    p, registry_key_line(p, i, "default"),
+			    "%sdefault = yes, but so is [registry \"%s\"] "
+			    "(%s): at most one registry may be the "
+			    "default",
+			    p->where, p->c->registry[def].name,
+			    conf_line_ref(p, registry_key_line(p, i, "default"),
+			                  p->registry_section_line[def], ref,
+			                  sizeof(ref)));
+		def = (int)i;
+	}
+	return 0;
+}

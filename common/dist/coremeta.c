@@ -1,0 +1,267 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/buf.h"
+#include "common/dist/coremeta.h"
+
+static int is_blank(char ch)
+{
+	return ch == ' ' || ch == '\t';
+}
+
+/* The headers coremeta keeps, and where. */
+struct field {
+	const char *key;
+	size_t off, size;
+	int cut; /* a long value is cut, not refused */
+};
+
+static const struct field fields[] = {
+    {"Metadata-Version", offsetof(struct coremeta, metadata_version),
+     sizeof(((struct coremeta *)0)->metadata_version), 0},
+    {"Name", offsetof(struct coremeta, name),
+     sizeof(((struct coremeta *)0)->name), 0},
+    {"Version", offsetof(struct coremeta, version),
+     sizeof(((struct coremeta *)0)->version), 0},
+    {"Requires-Python", offsetof(struct coremeta, requires_python),
+     sizeof(((struct coremeta *)0)->requires_python), 0},
+    {"Summary", offsetof(struct coremeta, summary),
+     sizeof(((struct coremeta *)0)->summary), 1},
+};
+#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+
+/* Appends the n bytes at s to the value dst (size bytes, *len used),
+ * marking *over when they do not fit. */
+static void append(char *dst, size_t size, size_t *len, const char *s, size_t n,
+                   int *over)
+{
+	if (*len + n >= size) {
+		*over = 1;
+		n = size - 1 - *len;
+	}
+	memcpy(dst + *len, s, n);
+	*len += n;
+	dst[*len] = '\0';
+}
+
+/* Drops trailing whitespace and a UTF-8 sequence cut short. */
+static void trim(char *s, size_t *len, int over)
+{
+	if (over) {
+		size_t i = *len;
+
+		while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+			i--;
+		if (i > 0 && ((unsigned char)s[i - 1] & 0x80))
+			i--;
+		else
+			i = *len;
+		*len = i;
+	}
+	while (*len > 0 && (is_blank(s[*len - 1]) || s[*len - 1] == '\r'))
+		(*len)--;
+	s[*len] = '\0';
+}
+
+int coremeta_parse(const char *buf, size_t len, struct coremeta *m, char *err,
+                   size_t errlen)
+{
+	size_t pos = 0, line = 0, vlen = 0;
+	int cur = -1, over = 0, seen[NFIELDS] = {0};
+	char *dst = NULL;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!m || (!buf && len))
+		return EINVAL;
+	memset(m, 0, sizeof(*m));
+	if (memchr(buf, '\0', len)) {
+		snprintf(err, errlen, "metadata holds a NUL byte");
+		return EINVAL;
+	}
+	while (pos < len) {
+		const char *s = buf + pos, *nl, *colon;
+		size_t n, end;
+
+		nl = memchr(s, '\n', len - pos);
+		end = nl ? (size_t)(nl - s) : len - pos;
+		n = end > 0 && s[end - 1] == '\r' ? end - 1 : end;
+		line++;
+		if (pos > COREMETA_MAX_HEADERS) {
+			snprintf(err, errlen,
+			         "metadata headers exceed %d bytes",
+			         COREMETA_MAX_HEADERS);
+			return EINVAL;
+		}
+		pos += end + (nl ? 1 : 0);
+		if (n == 0)
+			break; /* the description follows */
+		if (is_blank(s[0])) {
+			if (line == 1) {
+				snprintf(err, errlen,
+				         "metadata starts with a continuation");
+				return EINVAL;
+			}
+			if (dst)
+				append(dst, fields[cur].size, &vlen, s, n,
+				       &over);
+			continue;
+		}
+		if (dst) {
+			trim(dst, &vlen, over);
+			if (over && !fields[cur].cut) {
+				snprintf(err, errlen, "metadata %s is too long",
+				         fields[cur].key);
+				return EINVAL;
+			}
+		}
+		dst = NULL;
+		colon = memchr(s, ':', n);
+		if (!colon || colon == s) {
+			snprintf(err, errlen,
+			         "metadata line %zu is not a header", line);
+			return EINVAL;
+		}
+		for (size_t i = 0; i < NFIELDS; i++) {
+			size_t kl = strlen(fields[i].key);
+
+			if ((size_t)(colon - s) != kl ||
+			    strncasecmp(s, fields[i].key, kl) != 0)
+				continue;
+			if (seen[i]++) {
+				snprintf(err, errlen, "metadata has %s twice",
+				         fields[i].key);
+				return EINVAL;
+			}
+			cur = (int)i;
+			dst = (char *)m + fields[i].off;
+			vlen = 0;
+			over = 0;
+			colon++;
+			while (colon < s + n && is_blank(*colon))
+				colon++;
+			append(dst, fields[i].size, &vlen, colon,
+			       (size_t)(s + n - colon), &over);
+		}
+	}
+	if (dst) {
+		trim(dst, &vlen, over);
+		if (over && !fields[cur].cut) {
+			snprintf(err, errlen, "metadata %s is too long",
+			         fields[cur].key);
+			return EINVAL;
+		}
+	}
+	m->body = pos;
+	for (size_t i = 0; i < 3; i++) {
+		if (!seen[i] || !*((char *)m + fields[i].off)) {
+			snprintf(err, errlen, "metadata has no %s",
+			         fields[i].key);
+			return EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* Appends the header's line s (n bytes, the first after its colon) to v
+ * as pkginfo unfolds it. */
+static int unfold(struct buf *v, int description, int first, const char *s,
+		  size_t n)
+{
+	if (description) {
+		if (!first && n >= 8 && strncmp(s, "        ", 8) == 0)
+			s += 8, n -= 8;
+		else if (!first && n >= 8 && strncmp(s, "       |", 8) == 0)
+			s += 8, n -= 8;
+		if (!first && buf_add(v, "\n", 1))
+			return E2BIG;
+		return buf_add(v, s, n);
+	}
+	while (n && is_blank(*s))
+		s++, n--;
+	while (n && is_blank(s[n - 1]))
+		n--;
+	if (!n)
+		return 0;
+	if (v->len && buf_add(v, " ", 1))
+		return E2BIG;
+	return buf_add(v, s, n);
+}
+
+/* Hands the header collected in v to fn, trailing space dropped. */
+static int emit(struct buf *v, const char *name, size_t nlen,
+		int (*fn)(const char *, size_t, const char *, void *),
+		void *ctx)
+{
+	while (v->len && (is_blank(v->data[v->len - 1]) ||
+			  v->data[v->len - 1] == '\n'))
+		v->data[--v->len] = '\0';
+	return fn(name, nlen, buf_str(v), ctx);
+}
+
+int coremeta_each(const char *buf, size_t len,
+		  int (*fn)(const char *name, size_t nlen, const char *value,
+			    void *ctx),
+		  void *ctx, size_t *body)
+{
+	const char *name = NULL;
+	size_t pos = 0, nlen = 0;
+	int description = 0, rc = 0;
+	struct buf v;
+
+	if (body)
+		*body = len;
+	if (!buf && len)
+		return EINVAL;
+	if (len && memchr(buf, '\0', len))
+		return EINVAL;
+	buf_init(&v, COREMETA_MAX_VALUE);
+	while (pos < len) {
+		const char *s = buf + pos, *nl, *colon;
+		size_t n, end;
+
+		nl = memchr(s, '\n', len - pos);
+		end = nl ? (size_t)(nl - s) : len - pos;
+		n = end > 0 && s[end - 1] == '\r' ? end - 1 : end;
+		pos += end + (nl ? 1 : 0);
+		if (n == 0)
+			break;
+		if (is_blank(s[0])) {
+			/* a value too long is cut, not refused */
+			if (name && unfold(&v, description, 0, s, n) == ENOMEM)
+				rc = ENOMEM;
+			if (rc)
+				goto out;
+			continue;
+		}
+		if (name && (rc = emit(&v, name, nlen, fn, ctx)))
+			goto out;
+		name = NULL;
+		buf_reset(&v);
+		colon = memchr(s, ':', n);
+		if (!colon || colon == s)
+			continue;
+		name = s;
+		nlen = (size_t)(colon - s);
+		description = nlen == 11 && strncasecmp(s, "Description", 11) == 0;
+		colon++;
+		while (colon < s + n && is_blank(*colon))
+			colon++;
+		if (unfold(&v, description, 1, colon, (size_t)(s + n - colon)) ==
+		    ENOMEM) {
+			rc = ENOMEM;
+			goto out;
+		}
+	}
+	if (name)
+		rc = emit(&v, name, nlen, fn, ctx);
+	if (body)
+		*body = pos;
+out:
+	buf_free(&v);
+	return rc;
+}
