@@ -1,17 +1,20 @@
 #!/bin/sh
 # Runs the whole test suite and ends with one line "N passed, N failed":
-#   1. installs what it needs (apt-get, contrib/deps.sh test);
+#   1. installs what it needs (apt-get, contrib/deps.sh test), and checks
+#      that every include runs the way the rooms allow (contrib/check-rooms);
 #   2. builds larder twice, out of tree: build/ (release; any compiler
 #      warning fails the run) and build-asan/ (--enable-debug: -Werror,
 #      ASan, UBSan, leak checking);
 #   3. on each build, the C unit tests (make check) and the integration
 #      tests (real nginx, lighttpd, Apache, real pip, a stand-in upstream);
-#      any sanitizer report fails the run;
+#      any sanitizer report fails the run; a test marked one_build runs on
+#      that build only (storms on release, hostile-input matrices on asan);
 #   4. the Debian package: built with dpkg-buildpackage in a copy of the
 #      tree, lintian, installed with apt-get, run as the service would be
 #      behind nginx for a pip install, purged (tests/integration/test_deb.py);
-#   5. make distcheck;
-#   6. every fuzz target for FUZZ_SECONDS (default 15);
+#   5. every fuzz target for FUZZ_SECONDS (default 15), in the background
+#      while these two run:
+#   6. make distcheck;
 #   7. every benchmark once on tiny inputs (make bench-smoke).
 #
 #   contrib/run-tests.sh                  everything
@@ -31,6 +34,14 @@ fail_early() {
 }
 
 "$top/contrib/deps.sh" test || fail_early "installing the test dependencies failed"
+
+echo "== rooms: every include runs the way docs/design.md allows"
+if "$top/contrib/check-rooms" >"$out/rooms.log" 2>&1; then
+	echo "rooms: ok" >>"$out/rooms.log"
+else
+	cat "$out/rooms.log"
+	echo "rooms: FAILED" >>"$out/rooms.log"
+fi
 [ -x configure ] || ./autogen.sh >"$out/autogen.log" 2>&1 ||
 	fail_early "autogen.sh failed: see $out/autogen.log"
 
@@ -76,7 +87,8 @@ for b in $builds; do
 		tail -n 30 "$out/unit-$name.log"
 	cat "$dir"/tests/unit/*.log >"$out/unit-cases-$name.log" 2>/dev/null
 	echo "== $name build: integration tests"
-	LARDER_BIN="$dir/larder" /usr/bin/python3 -m pytest -p no:cacheprovider \
+	LARDER_BUILD_KIND=$name LARDER_BIN="$dir/larder" \
+		/usr/bin/python3 -m pytest -p no:cacheprovider \
 		-q -rs --junitxml="$out/integration-$name.xml" \
 		--ignore=tests/integration/test_deb.py tests/integration "$@"
 	unset ASAN_OPTIONS UBSAN_OPTIONS
@@ -113,6 +125,18 @@ if [ "${DEB:-1}" != 0 ] && [ $# -eq 0 ]; then
 	echo "deb step: $(($(date +%s) - deb_start)) s"
 fi
 
+# The fuzzers run in the background while distcheck and the benchmark
+# smoke run (neither times anything): the three share the two cores, and
+# the fuzzers' budget is time, not executions.
+fuzz_pid=
+if [ "${FUZZ:-1}" != 0 ] && [ $# -eq 0 ]; then
+	echo "== fuzzing, ${FUZZ_SECONDS:-15} s per target (in the background)"
+	fuzzdir=$(echo "$builds" | sed 's/^[a-z]*://; s/ .*//')
+	make -C "$fuzzdir" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-15}" \
+		>"$out/fuzz.log" 2>&1 &
+	fuzz_pid=$!
+fi
+
 if [ "${DISTCHECK:-1}" != 0 ] && [ $# -eq 0 ]; then
 	echo "== make distcheck (the tarball builds, checks, installs, uninstalls)"
 	distdir=$(echo "$builds" | sed 's/^[a-z]*://; s/ .*//')
@@ -124,14 +148,6 @@ if [ "${DISTCHECK:-1}" != 0 ] && [ $# -eq 0 ]; then
 	fi
 fi
 
-if [ "${FUZZ:-1}" != 0 ] && [ $# -eq 0 ]; then
-	echo "== fuzzing, ${FUZZ_SECONDS:-15} s per target"
-	fuzzdir=$(echo "$builds" | sed 's/^[a-z]*://; s/ .*//')
-	make -C "$fuzzdir" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-15}" \
-		>"$out/fuzz.log" 2>&1
-	grep '^fuzz ' "$out/fuzz.log"
-fi
-
 if [ "${BENCH:-1}" != 0 ] && [ $# -eq 0 ]; then
 	echo "== benchmark smoke run (proves they run; no figures)"
 	benchdir=$(echo "$builds" | sed 's/^[a-z]*://; s/ .*//')
@@ -141,6 +157,11 @@ if [ "${BENCH:-1}" != 0 ] && [ $# -eq 0 ]; then
 		tail -n 30 "$out/bench-smoke.log"
 		echo "bench-smoke: FAILED" | tee -a "$out/bench-smoke.log"
 	fi
+fi
+
+if [ -n "$fuzz_pid" ]; then
+	wait "$fuzz_pid"
+	grep '^fuzz ' "$out/fuzz.log"
 fi
 
 /usr/bin/python3 - "$out" <<'PY'
@@ -196,6 +217,11 @@ if os.path.exists(f"{out}/fuzz.log"):
             else:
                 failed += 1
     if "FAILED" in open(f"{out}/fuzz.log", errors="replace").read() and failed == 0:
+        failed += 1
+if os.path.exists(f"{out}/rooms.log"):
+    if "rooms: ok" in open(f"{out}/rooms.log", errors="replace").read():
+        passed += 1
+    else:
         failed += 1
 if os.path.exists(f"{out}/distcheck.log"):
     if "distcheck: ok" in open(f"{out}/distcheck.log", errors="replace").read():

@@ -35,6 +35,27 @@ def pytest_configure(config):
         "markers",
         "stack(**options): options for the stack fixture (cache_ttl, html_only, "
         "workers, larder_extra, max_stale, unix, keep_conn)")
+    config.addinivalue_line(
+        "markers",
+        "one_build(kind): in the full suite (contrib/run-tests.sh, which sets "
+        "LARDER_BUILD_KIND), run on the \"release\" or the \"asan\" build only")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The full suite runs every test on two builds; a one_build test runs
+    on the one named (storms and timing runs on release, where ASan adds
+    nothing but time; hostile-input matrices on asan, where a memory error
+    would show). Run alone (no LARDER_BUILD_KIND), every test runs."""
+    kind = os.environ.get("LARDER_BUILD_KIND")
+    if not kind:
+        return
+    keep, drop = [], []
+    for item in items:
+        m = item.get_closest_marker("one_build")
+        (drop if m and m.args[0] != kind else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session")

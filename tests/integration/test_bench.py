@@ -11,6 +11,9 @@ import pytest
 
 import stack as stackmod
 
+# runs the benchmark: nothing for ASan to find that the others miss
+pytestmark = pytest.mark.one_build("release")
+
 BENCH = os.path.join(stackmod.REPO, "contrib", "bench", "bench.py")
 
 

@@ -352,6 +352,7 @@ def test_long_flight_keys(stack):
     assert stack.standin.counters()["requests"].get("GET /simple/%s/" % project) == 1
 
 
+@pytest.mark.one_build("release")  # a minute of waiting, by design
 @pytest.mark.stack(workers=3, larder_extra={"first_byte_timeout": 16, "fetch_timeout": 20,
                                             "fetch_retries": 3})
 def test_follower_waits_as_long_as_the_owner_may(stack, cd):

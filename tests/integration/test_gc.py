@@ -112,6 +112,7 @@ def load_stack(tmp_path):
         st.stop()
 
 
+@pytest.mark.one_build("release")  # a storm
 def test_install_storm_stays_within_budget(load_stack, new_venv):
     """Four pip processes at a time install 140 projects of 8 KiB wheels
     (1.2 MiB with their pages and metadata, more than max_size = 1 MiB),

@@ -77,6 +77,9 @@ import stack as stackmod
 import wheels as wheelsmod
 from stack import http
 
+# hostile upstream bytes on every route: where a memory error would show
+pytestmark = pytest.mark.one_build("asan")
+
 FRONTENDS = (os.environ.get("LIAR_FRONTENDS") or "nginx lighttpd-fcgi").split()
 
 PYPI_ROUTES = ("page_json", "page_html", "file", "range", "head", "meta_upstream",
