@@ -8,7 +8,11 @@
 #   3. on each build, the C unit tests (make check) and the integration
 #      tests (real nginx, lighttpd, Apache, real pip, a stand-in upstream);
 #      any sanitizer report fails the run; a test marked one_build runs on
-#      that build only (storms on release, hostile-input matrices on asan);
+#      that build only: storms, waits and the benchmark on release (ASan
+#      adds time, not findings); hostile-input and API matrices (test_liar,
+#      test_faults, test_secrets, the JSON and index APIs, tokens, virtual
+#      indexes, cooldown, metrics) on asan, where a memory error would show;
+#      what users run (installs, front ends, registries, uploads) on both;
 #   4. the Debian package: built with dpkg-buildpackage in a copy of the
 #      tree, lintian, installed with apt-get, run as the service would be
 #      behind nginx for a pip install, purged (tests/integration/test_deb.py);

@@ -20,6 +20,9 @@ import stack as stackmod
 from stack import PIP_ACCEPT, HTML_TYPE, http
 from wheels import A10, A11
 
+# hostile input and API matrices: run once, under ASan, where a memory error would show
+pytestmark = pytest.mark.one_build("asan")
+
 DAY = 86400
 PAGE = "/root/pypi/simple/larder-demo-a/"
 

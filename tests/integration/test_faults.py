@@ -39,6 +39,9 @@ import wheels
 from stack import JSON_TYPE, PIP_ACCEPT, http, raw_request
 
 from wheels import A10, A11, C10, C20, C20_SDIST  # noqa: E402
+
+# hostile input and API matrices: run once, under ASan, where a memory error would show
+pytestmark = pytest.mark.one_build("asan")
 BIG = "larder_demo_big-1.0-py3-none-any.whl"
 BIG_MB = 2
 

@@ -29,6 +29,9 @@ import stack as stackmod
 from stack import PIP_ACCEPT
 from wheels import A10, A11
 
+# hostile input and API matrices: run once, under ASan, where a memory error would show
+pytestmark = pytest.mark.one_build("asan")
+
 CONF = """
 [index "root/private"]
 type = hosted

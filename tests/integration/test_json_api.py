@@ -22,6 +22,9 @@ import wheels
 from stack import JSON_TYPE, PIP_ACCEPT, http
 from wheels import A10, A11, C10, C20, C20_SDIST, NOMETA
 
+# hostile input and API matrices: run once, under ASan, where a memory error would show
+pytestmark = pytest.mark.one_build("asan")
+
 
 def api(st, path, headers=None):
     return st.get(path, headers=headers)

@@ -23,6 +23,9 @@ import stack as stackmod
 from stack import PIP_ACCEPT, http
 from wheels import A10, A11
 
+# hostile input and API matrices: run once, under ASan, where a memory error would show
+pytestmark = pytest.mark.one_build("asan")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(os.path.dirname(HERE), "out")
 JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"

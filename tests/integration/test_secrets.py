@@ -27,6 +27,9 @@ import pytest
 import stack as stackmod
 from stack import PIP_ACCEPT
 
+# hostile input and API matrices: run once, under ASan, where a memory error would show
+pytestmark = pytest.mark.one_build("asan")
+
 USER, PASSWORD = "mirroruser", "s3cretpass"
 REG_USER, REG_PASSWORD = "reguser", "r3gpass99"
 SECRETS = (PASSWORD, REG_PASSWORD)

@@ -40,7 +40,9 @@ read = token
 TOKEN_RE = re.compile(r"^lt_([0-9a-f]{16})_[0-9a-f]{64}$")
 PAGE = "/team/pypi/simple/larder-demo-a/"
 
-pytestmark = pytest.mark.stack(larder_extra_text=EXTRA)
+# (one_build: hostile input and API matrices: run once, under ASan, where a memory error would show)
+pytestmark = [pytest.mark.stack(larder_extra_text=EXTRA),
+              pytest.mark.one_build("asan")]
 
 
 def larder_token(conf, *args):

@@ -25,6 +25,9 @@ import wheels
 from stack import HTML_TYPE, JSON_TYPE, PIP_ACCEPT, http
 from wheels import A10, A11, C20
 
+# hostile input and API matrices: run once, under ASan, where a memory error would show
+pytestmark = pytest.mark.one_build("asan")
+
 A20 = "larder_demo_a-2.0-py3-none-any.whl"
 ONLY = "larder_demo_only-1.0-py3-none-any.whl"
 
