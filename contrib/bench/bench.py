@@ -21,7 +21,8 @@ party with an empty state) and warm, in rounds whose party order rotates:
                     each) at once; meanwhile the latency of a warm page and a
                     warm file, each request on a new connection (max ms), and
                     the memory each slow stream costs (MiB; larder parties
-                    and nginx proxy_cache)
+                    and nginx proxy_cache), and the processes and summed
+                    RSS of each party's whole tree meanwhile
   throughput-hot    the cached wheel, 1 and 8 readers (curl) (MB/s)
   metadata          the PEP 658 metadata of 16 wheels, one after another on
                     a kept-alive connection as pip fetches them, cold and
@@ -88,12 +89,12 @@ Usage (from anywhere; larder is --larder, else $LARDER_BIN, else ./larder):
       [--parties a,b] [--workloads x,y] [--latency-ms 20] [--mbit 200]
       [--venv DIR]      # where devpi-server, proxpi or pypiserver live
   contrib/bench/bench.py --smoke    # every workload once on a tiny corpus (CI)
-Needs nginx, lighttpd, apache2 with mod_fcgid and mod_xsendfile (and its
-ab), wrk, curl, python3-venv, cc, skopeo and docker-registry (contrib/deps.sh
-test installs them). Run it on a release build: an --enable-debug (ASan)
-binary measures the sanitizers. Exit status: 0 when every request and
-install succeeded (goals are reported, never enforced), 1 when something
-failed, 2 when it cannot run here.
+Needs nginx, lighttpd, apache2 with mod_fcgid, mod_proxy_fcgi and
+mod_xsendfile (and its ab), wrk, curl, python3-venv, cc, skopeo and
+docker-registry (contrib/deps.sh test installs them). Run it on a release
+build: an --enable-debug (ASan) binary measures the sanitizers. Exit
+status: 0 when every request and install succeeded (goals are reported,
+never enforced), 1 when something failed, 2 when it cannot run here.
 """
 
 import argparse
