@@ -8,6 +8,8 @@ and PyPI, started for real on this machine with an empty state.
     larder-nginx       nginx + `larder serve` (X-Accel-Redirect)
     larder-lighttpd    lighttpd spawning larder (X-Sendfile)
     larder-apache      Apache mod_fcgid spawning larder (mod_xsendfile)
+    larder-apache-proxy  Apache mod_proxy_fcgi in front of `larder serve`
+                       (mod_xsendfile)
     nginx-proxy-cache  the hand-made alternative: nginx proxy_cache with
                        Accept in the cache key and sub_filter rewriting the
                        file URLs on project pages to its own /files/
@@ -47,15 +49,17 @@ import stack  # noqa: E402
 NGINX_WORKERS = 2
 
 ALL = ["direct", "nginx-static", "larder-nginx", "larder-lighttpd", "larder-apache",
+       "larder-apache-proxy",
        "nginx-proxy-cache", "devpi", "proxpi", "pypiserver"]
 LARDER_KINDS = {"larder-nginx": "nginx", "larder-lighttpd": "lighttpd-fcgi",
-                "larder-apache": "apache-fcgid"}
+                "larder-apache": "apache-fcgid", "larder-apache-proxy": "apache-proxy-fcgi"}
 LABELS = {
     "direct": "direct (the upstream, across the simulated WAN)",
     "nginx-static": "nginx serving the same bytes as static files",
     "larder-nginx": "larder behind nginx (X-Accel-Redirect)",
     "larder-lighttpd": "larder behind lighttpd (X-Sendfile)",
     "larder-apache": "larder behind Apache mod_fcgid (mod_xsendfile)",
+    "larder-apache-proxy": "larder serve behind Apache mod_proxy_fcgi (mod_xsendfile)",
     "nginx-proxy-cache": "nginx proxy_cache + sub_filter, Accept in the key",
     "devpi": "devpi-server, root/pypi-style mirror index",
     "proxpi": "proxpi (Flask)",

@@ -581,6 +581,7 @@ PARTY_COLOURS = {                      # Okabe-Ito, colour-blind safe
     "larder-nginx": "#d55e00",
     "larder-lighttpd": "#e69f00",
     "larder-apache": "#cc79a7",
+    "larder-apache-proxy": "#882255",
     "nginx-proxy-cache": "#56b4e9",
     "devpi": "#009e73",
     "proxpi": "#b8a000",
