@@ -94,7 +94,8 @@ int simple_parse_json(const char *data, size_t len, const struct simple_opts *o,
  * its url rewritten relative to the page, hashes, requires-python, yanked
  * and core-metadata (false when not advertised). Not the legacy
  * dist-info-metadata key: PEP 714 says
- * servers should not emit it in JSON, as pip 22.3 to 23.1 fail on it.
+ * servers should not emit it in JSON, as pip 22.3 to 23.1 fail on it
+ * (and, given metadata, download every wheel twice: pip #11847).
  * Returns 0 or an errno from buf. */
 int simple_render_json(const struct simple_page *p, struct buf *out);
 

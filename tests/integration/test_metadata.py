@@ -382,6 +382,41 @@ def test_pip_install(bare, new_venv):
     assert ".metadata 40" not in bare.larder.log_text()
 
 
+# What pip 23.0.1 (Debian 12's) sends for a page: JSON first, HTML at q=0.1.
+PIP23_ACCEPT = ("application/vnd.pypi.simple.v1+json, "
+                "application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01")
+
+
+def served(st, pattern):
+    """The paths of the GETs nginx answered 200 matching pattern (a regex
+    of the path's end)."""
+    with open(st.nginx.access_log, errors="replace") as f:
+        return re.findall(r'"GET (\S*%s) HTTP/1\.[01]" 200 ' % pattern,
+                          f.read())
+
+
+def test_pip23_downloads_each_wheel_once(stack, new_venv):
+    """pip 22.3 to 23.1 read PEP 658 metadata only from HTML pages and from
+    the pre-PEP 714 JSON key, and, given it, download every wheel they
+    install twice (pip #11847, fixed with the key's parsing in 23.2; see
+    docs/performance.md). pypi.org keeps it from them (its JSON names the
+    legacy key "data-dist-info-metadata", which they do not read); larder
+    does too: Debian 12's pip 23.0.1 gets the JSON page, asks for no
+    .metadata and fetches each wheel from larder once."""
+    venv = new_venv()
+    rc, out = stackmod.pip_install(venv, stack.url, ["larder-demo-a"])
+    assert rc == 0, out
+    wheels_got = served(stack, r"\.whl")
+    assert len(wheels_got) == 3 == len(set(wheels_got)), wheels_got
+    assert served(stack, r"\.metadata") == []
+    r = stack.get("/root/pypi/simple/larder-demo-a/", accept=PIP23_ACCEPT,
+                  headers={"User-Agent": "pip/23.0.1 {}"})
+    assert r.header("Content-Type") == JSON, r.headers
+    for f in r.json()["files"]:
+        assert "dist-info-metadata" not in f, f
+        assert f["core-metadata"]["sha256"], f
+
+
 def tool_env(tmp_path):
     home = str(tmp_path / "home")
     os.makedirs(home, exist_ok=True)
