@@ -206,20 +206,32 @@ class Upstream:
         return {"latency_ms": self.latency_ms, "bandwidth_mbit": self.mbit or None}
 
 
+def _delta(before, after, table, key):
+    return after.get(table, {}).get(key, 0) - before.get(table, {}).get(key, 0)
+
+
 def upstream_gets(before, after, filename):
-    return after["files"].get(filename, 0) - before["files"].get(filename, 0)
+    """Whole-file upstream GETs of filename between two counter snapshots.
+    A GET with a Range (larder reads a wheel's METADATA from its tail when
+    upstream offers none) moves a few KiB, not the file: the stand-in
+    counts it among the file's GETs and apart in "ranges"; it is left out
+    here."""
+    return (_delta(before, after, "files", filename) -
+            _delta(before, after, "ranges", filename))
 
 
 _PAGE_GET = re.compile(r"GET /simple/[^/]+/$")
 
 
 def upstream_max_gets(before, after):
-    """The most upstream GETs of one file, of one project page and of one
-    PEP 658 document between two counter snapshots (0 when none)."""
+    """The most upstream GETs of one whole file (upstream_gets), of one
+    project page and of one PEP 658 document between two counter snapshots
+    (0 when none)."""
     def most(table, keep=lambda k: True):
         a, b = before.get(table, {}), after.get(table, {})
         return max([b[k] - a.get(k, 0) for k in b if keep(k)] + [0])
-    return {"files": most("files"), "metadata": most("metadata"),
+    files = max([upstream_gets(before, after, k) for k in after.get("files", {})] + [0])
+    return {"files": files, "metadata": most("metadata"),
             "pages": most("requests", _PAGE_GET.match)}
 
 
