@@ -18,6 +18,15 @@
 
 #define CHUNK (256 * 1024)
 
+/* With X-Accel-Redirect, a blob smaller than this goes out from larder
+ * itself whatever the caller asked (inline_under 0): nginx ends the
+ * upstream request the moment it reads an X-Accel-Redirect, before the
+ * FCGI_END_REQUEST that would let it keep the connection (nginx 1.22,
+ * ngx_http_upstream_process_headers), so each small file or .metadata
+ * cost a connect and an accept more than its bytes. 16 KiB fits nginx's
+ * default fastcgi_buffers in memory. */
+#define ACCEL_INLINE_UNDER (16 * 1024)
+
 int send_parse_range(const char *h, long long size, long long *from,
 		     long long *to)
 {
@@ -232,6 +241,7 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	const char *cc = o->cache_control;
 	const char *inm = req_env(r, "HTTP_IF_NONE_MATCH");
 	size_t mark = req_header_mark(r), rep;
+	long long under;
 	char rel[128];
 	int rc, gz, inl;
 
@@ -283,10 +293,12 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 		return req_start(r, 304) ? EPIPE : 0;
 	}
 	/* (an inline_under of 1 is HEADs only: no stat for a GET) */
+	under = o->inline_under;
+	if (c->sendfile == CONF_SENDFILE_ACCEL && under < ACCEL_INLINE_UNDER)
+		under = ACCEL_INLINE_UNDER;
 	inl = o->inline_body ||
-	      (o->inline_under > 0 &&
-	       (r->head || (o->inline_under > 1 &&
-	                    smaller(c, sha256, o->inline_under))));
+	      (under > 0 &&
+	       (r->head || (under > 1 && smaller(c, sha256, under))));
 	if (!inl && c->sendfile == CONF_SENDFILE_ACCEL) {
 		/* nginx picks the copy itself (gzip_static in the internal
 		 * location) and gives its ETag the "-gz" (conf/nginx.conf) */
