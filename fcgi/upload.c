@@ -67,6 +67,8 @@ struct upload {
 	struct sha256 h_sha;
 	EVP_MD_CTX *h_md5;
 	struct blake2b h_blake;
+	int weak;                       /* md5 and BLAKE2b are computed: no
+	                                   sha256_digest came before the file */
 	/* the first failure: a status and its reason */
 	int status;
 	char reason[512];
@@ -121,11 +123,21 @@ static int open_file(struct upload *u, const char *filename)
 	/* locked while it is written: the sweep takes only what a dead
 	 * process left (storage/flight.c) */
 	flock(u->fd, LOCK_EX);
-	u->h_md5 = EVP_MD_CTX_new();
-	if (sha256_init(&u->h_sha) || !u->h_md5 ||
-	    EVP_DigestInit_ex(u->h_md5, EVP_md5(), NULL) != 1 ||
-	    blake2b_init(&u->h_blake, 32))
+	/* The sha256 is the file's address and is always computed. When
+	 * the client sent its sha256_digest before the file (twine, uv,
+	 * poetry and pdm do), that check protects the bytes, and md5 and
+	 * BLAKE2b (two thirds of an upload's CPU) are not computed; else
+	 * every digest sent is checked. */
+	u->weak = !*u->sha256;
+	if (sha256_init(&u->h_sha))
 		return refuse(u, 500, "cannot start the hashes");
+	if (u->weak) {
+		u->h_md5 = EVP_MD_CTX_new();
+		if (!u->h_md5 ||
+		    EVP_DigestInit_ex(u->h_md5, EVP_md5(), NULL) != 1 ||
+		    blake2b_init(&u->h_blake, 32))
+			return refuse(u, 500, "cannot start the hashes");
+	}
 	u->in_file = 1;
 	return 0;
 }
@@ -181,8 +193,10 @@ static int part_data(void *arg, const char *data, size_t len)
 			return refuse(u, 500, "writing the upload: %s",
 				      strerror(err));
 		sha256_update(&u->h_sha, data, len);
-		EVP_DigestUpdate(u->h_md5, data, len);
-		blake2b_update(&u->h_blake, data, len);
+		if (u->weak) {
+			EVP_DigestUpdate(u->h_md5, data, len);
+			blake2b_update(&u->h_blake, data, len);
+		}
 		return 0;
 	}
 	if (!u->out)
@@ -256,8 +270,9 @@ out:
 	return rc;
 }
 
-/* Checks each digest the client sent against the file's; sha256 gets the
- * file's own. Returns 0, or 1 with the failure in u. */
+/* Checks the client's sha256_digest against the file's, and when it sent
+ * none before the file (u->weak), each other digest it sent; sha256 gets
+ * the file's own. Returns 0, or 1 with the failure in u. */
 static int check_digests(struct upload *u, char sha256[65])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -265,12 +280,14 @@ static int check_digests(struct upload *u, char sha256[65])
 	char md5[2 * EVP_MAX_MD_SIZE + 1], blake[2 * BLAKE2B_MAX_OUT + 1];
 
 	sha256_final(&u->h_sha, sha256);
-	EVP_DigestFinal_ex(u->h_md5, md, &mdlen);
-	hex_encode(md, mdlen, md5);
-	blake2b_final_hex(&u->h_blake, blake);
 	if (*u->sha256 && strcasecmp(u->sha256, sha256) != 0)
 		return refuse(u, 400, "sha256_digest does not match the "
 			      "file (it is %s)", sha256);
+	if (!u->weak)
+		return 0;
+	EVP_DigestFinal_ex(u->h_md5, md, &mdlen);
+	hex_encode(md, mdlen, md5);
+	blake2b_final_hex(&u->h_blake, blake);
 	if (*u->md5 && strcasecmp(u->md5, md5) != 0)
 		return refuse(u, 400, "md5_digest does not match the file "
 			      "(it is %s)", md5);
