@@ -34,6 +34,10 @@
  * max_upload_size by this much. */
 #define FORM_SLACK (1L << 20)
 
+/* What of the file is written at once (fewer, larger writes to the temp
+ * file). */
+#define WBUF (256 * 1024)
+
 /* A form field the upload reads, and where it goes. */
 struct field {
 	const char *name;
@@ -69,6 +73,8 @@ struct upload {
 	struct blake2b h_blake;
 	int weak;                       /* md5 and BLAKE2b are computed: no
 	                                   sha256_digest came before the file */
+	char *wbuf;                     /* the file's bytes not yet written */
+	size_t wlen;
 	/* the first failure: a status and its reason */
 	int status;
 	char reason[512];
@@ -123,6 +129,9 @@ static int open_file(struct upload *u, const char *filename)
 	/* locked while it is written: the sweep takes only what a dead
 	 * process left (storage/flight.c) */
 	flock(u->fd, LOCK_EX);
+	u->wbuf = malloc(WBUF);
+	if (!u->wbuf)
+		return refuse(u, 500, "out of memory");
 	/* The sha256 is the file's address and is always computed. When
 	 * the client sent its sha256_digest before the file (twine, uv,
 	 * poetry and pdm do), that check protects the bytes, and md5 and
@@ -178,6 +187,20 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/* Writes out what the file's buffer holds. Returns 0, or 1 (in u). */
+static int flush_file(struct upload *u)
+{
+	int err;
+
+	if (!u->wlen)
+		return 0;
+	err = write_all(u->fd, u->wbuf, u->wlen);
+	if (err)
+		return refuse(u, 500, "writing the upload: %s", strerror(err));
+	u->wlen = 0;
+	return 0;
+}
+
 static int part_data(void *arg, const char *data, size_t len)
 {
 	struct upload *u = arg;
@@ -188,10 +211,20 @@ static int part_data(void *arg, const char *data, size_t len)
 		if (u->size > u->max)
 			return refuse(u, 413, "%s is over max_upload_size "
 				      "(%lld bytes)", u->filename, u->max);
-		err = write_all(u->fd, data, len);
-		if (err)
-			return refuse(u, 500, "writing the upload: %s",
-				      strerror(err));
+		/* the parser hands the file over in pieces of a FastCGI
+		 * record or less: written WBUF at a time, not a syscall
+		 * each */
+		if (u->wlen + len > WBUF && flush_file(u))
+			return 1;
+		if (len >= WBUF) {
+			err = write_all(u->fd, data, len);
+			if (err)
+				return refuse(u, 500, "writing the upload: %s",
+					      strerror(err));
+		} else {
+			memcpy(u->wbuf + u->wlen, data, len);
+			u->wlen += len;
+		}
 		sha256_update(&u->h_sha, data, len);
 		if (u->weak) {
 			EVP_DigestUpdate(u->h_md5, data, len);
@@ -215,7 +248,10 @@ static int part_end(void *arg)
 	struct upload *u = arg;
 
 	u->out = NULL;
-	u->in_file = 0;
+	if (u->in_file) {
+		u->in_file = 0;
+		return flush_file(u);
+	}
 	return 0;
 }
 
@@ -514,5 +550,6 @@ void upload_serve(struct worker *w, struct req *r, const struct route *rt)
 	if (u->h_md5)
 		EVP_MD_CTX_free(u->h_md5);
 	sha256_abort(&u->h_sha);
+	free(u->wbuf);
 	free(u);
 }
