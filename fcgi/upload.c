@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,6 +38,9 @@
 /* What of the file is written at once (fewer, larger writes to the temp
  * file). */
 #define WBUF (256 * 1024)
+
+/* How much of the file is written before its writeback is started. */
+#define KICK (8 * 1024 * 1024)
 
 /* A form field the upload reads, and where it goes. */
 struct field {
@@ -75,6 +79,8 @@ struct upload {
 	                                   sha256_digest came before the file */
 	char *wbuf;                     /* the file's bytes not yet written */
 	size_t wlen;
+	long long written, kicked;      /* bytes written; bytes whose
+	                                   writeback was started */
 	/* the first failure: a status and its reason */
 	int status;
 	char reason[512];
@@ -187,6 +193,22 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/* Counts n more bytes written, and starts the disk's writeback of each
+ * KICK bytes as they are written: the fsync before the file is published
+ * then waits for the last few MB only, not for the whole file (0.1 s of
+ * a 50 MB upload). A hint: errors surface at the fsync. */
+static void wrote(struct upload *u, size_t n)
+{
+	u->written += (long long)n;
+#ifdef SYNC_FILE_RANGE_WRITE
+	if (u->written - u->kicked >= KICK) {
+		sync_file_range(u->fd, u->kicked, u->written - u->kicked,
+				SYNC_FILE_RANGE_WRITE);
+		u->kicked = u->written;
+	}
+#endif
+}
+
 /* Writes out what the file's buffer holds. Returns 0, or 1 (in u). */
 static int flush_file(struct upload *u)
 {
@@ -197,6 +219,7 @@ static int flush_file(struct upload *u)
 	err = write_all(u->fd, u->wbuf, u->wlen);
 	if (err)
 		return refuse(u, 500, "writing the upload: %s", strerror(err));
+	wrote(u, u->wlen);
 	u->wlen = 0;
 	return 0;
 }
@@ -221,6 +244,7 @@ static int part_data(void *arg, const char *data, size_t len)
 			if (err)
 				return refuse(u, 500, "writing the upload: %s",
 					      strerror(err));
+			wrote(u, len);
 		} else {
 			memcpy(u->wbuf + u->wlen, data, len);
 			u->wlen += len;
