@@ -23,9 +23,9 @@
  * upstream request the moment it reads an X-Accel-Redirect, before the
  * FCGI_END_REQUEST that would let it keep the connection (nginx 1.22,
  * ngx_http_upstream_process_headers), so each small file or .metadata
- * cost a connect and an accept more than its bytes. 16 KiB fits nginx's
- * default fastcgi_buffers in memory. */
-#define ACCEL_INLINE_UNDER (16 * 1024)
+ * cost a connect and an accept more than its bytes. 24 KiB and the
+ * headers fit nginx's default fastcgi_buffers (8 4k) in memory. */
+#define ACCEL_INLINE_UNDER (24 * 1024)
 
 int send_parse_range(const char *h, long long size, long long *from,
 		     long long *to)

@@ -52,7 +52,7 @@ struct send_opts {
 	                               small answer more than its bytes do
 	                               (0: the sendfile mode decides; with
 	                               x-accel-redirect larder sends a HEAD
-	                               and anything under 16 KiB itself
+	                               and anything under 24 KiB itself
 	                               whatever this says) */
 };
 

@@ -1300,7 +1300,7 @@ class Bench:
                    "wrk, closed loop, 32 connections, %d s per figure: a wheel's `.metadata` "
                    "(%s) and a small wheel (%s), both warm. The reference is nginx sending "
                    "the same bytes as a static file. Through nginx, larder sends a file "
-                   "under 16 KiB itself rather than by X-Accel-Redirect, after which nginx "
+                   "under 24 KiB itself rather than by X-Accel-Redirect, after which nginx "
                    "would close its FastCGI connection." % (d, "%META%", "%FILE%"))
         names = self.present(["nginx-static"]) + [n for n in self.caches() if n != "direct"]
         running, urls, data = {}, {}, {}
