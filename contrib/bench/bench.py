@@ -136,7 +136,7 @@ JSON_ACCEPT = stack.PIP_ACCEPT
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 PYPI_WORKLOADS = ["install", "parallel-install", "throughput-cold", "slow-misses",
-                  "throughput-hot", "metadata", "cold-files", "swarm", "endpoints",
+                  "throughput-hot", "metadata", "cold-files", "swarm", "small-files", "endpoints",
                   "bounded"] + hostedmod.WORKLOADS + cooldownmod.WORKLOADS + \
     metasynthmod.WORKLOADS + compressedmod.WORKLOADS
 WORKLOADS = PYPI_WORKLOADS + ocimod.WORKLOADS
@@ -1315,6 +1315,76 @@ class Bench:
             "%PAGE_MID%", "%.0f KB" % (sizes.get(big, 0) / 1e3)).replace(
             "%PAGE_SMALL%", "%.1f KB" % (sizes.get(small, 0) / 1e3))
 
+    # -- small-files
+
+    def w_small_files(self):
+        """Warm small files: a wheel's .metadata and the corpus's smallest
+        wheel, 32 clients, against nginx sending the same bytes."""
+        r = self.res
+        d = self.args.duration
+        metas = self.corpus["metadata_wheels"]
+        wheel_dir = self.corpus["wheel_dir"]
+        small = min(metas, key=lambda w: os.path.getsize(os.path.join(wheel_dir, w["filename"])))
+        meta = metas[0]
+        cases = ["32-clients-metadata", "32-clients-file"]
+        r.workload("small-files", "warm small files", "req/s", "higher", "nginx-static", cases,
+                   "wrk, closed loop, 32 connections, %d s per figure: a wheel's `.metadata` "
+                   "(%s) and a small wheel (%s), both warm. The reference is nginx sending "
+                   "the same bytes as a static file. Through nginx, larder sends a file "
+                   "under 24 KiB itself rather than by X-Accel-Redirect, after which nginx "
+                   "would close its FastCGI connection." % (d, "%META%", "%FILE%"))
+        names = self.present(["nginx-static"]) + [n for n in self.caches() if n != "direct"]
+        running, urls, data = {}, {}, {}
+        try:
+            for pname in names:
+                p = self.fresh(pname)
+                running[pname] = p
+                if pname == "nginx-static":
+                    continue
+                client = Client()
+                files = page_files(client, p.index_url, meta["project"])
+                files.update(page_files(client, p.index_url, small["project"]))
+                for case, url in (("32-clients-metadata", files[meta["filename"]] + ".metadata"),
+                                  ("32-clients-file", files[small["filename"]])):
+                    for _ in range(2):      # a miss, then a hit
+                        status, _, body = client.get(url)
+                    if status != 200:
+                        self.fail("%s: %s: %d" % (pname, url, status))
+                    urls[(pname, case)] = url
+                    data.setdefault(case, body)
+                client.close()
+            if "nginx-static" in running:
+                if "32-clients-file" not in data:
+                    with open(os.path.join(wheel_dir, small["filename"]), "rb") as f:
+                        data["32-clients-file"] = f.read()
+                if "32-clients-metadata" not in data:
+                    with open(os.path.join(wheel_dir, meta["filename"] + ".metadata"),
+                              "rb") as f:
+                        data["32-clients-metadata"] = f.read()
+                for case in cases:
+                    urls[("nginx-static", case)] = running["nginx-static"].put(
+                        "small/%s" % case, data[case])
+            for (pname, case), url in sorted(urls.items()):
+                self.wrk(url, 32, 1)
+            for rnd in range(self.rounds("small-files")):
+                for pname in self.rotate(names, rnd):
+                    p = running[pname]
+                    for case in cases:
+                        with Meter(p) as m:
+                            rps, n, errors = self.wrk(urls[(pname, case)], 32, d)
+                        if errors:
+                            self.fail("%s small-files %s: %d errors" % (pname, case, errors))
+                        r.add("small-files", pname, case, rps, m, errors=errors)
+                        log("small-files round %d %-18s %-22s %9.0f req/s  cpu/1000 %.3f s" % (
+                            rnd + 1, pname, case, rps, m.cpu_s / max(n, 1) * 1000))
+        finally:
+            for p in running.values():
+                self.done(p)
+        m = r.meta["small-files"]
+        m["description"] = m["description"].replace(
+            "%META%", "%.1f KB" % (len(data.get("32-clients-metadata", b"")) / 1e3)).replace(
+            "%FILE%", "%.1f KB" % (len(data.get("32-clients-file", b"")) / 1e3))
+
     # -- endpoints
 
     def w_endpoints(self):
@@ -1460,6 +1530,11 @@ class Bench:
         v = ratio("swarm", "larder-nginx", "nginx-static", "32-clients")
         goal("Warm 0.5 MB page, 32 clients: larder behind nginx / nginx static", v,
              ">= 0.9", v is not None and v >= 0.9)
+        for case, what in (("32-clients-file", "small file"),
+                           ("32-clients-metadata", ".metadata")):
+            v = ratio("small-files", "larder-nginx", "nginx-static", case)
+            goal("Warm %s (a few KB), 32 clients: larder behind nginx / nginx static" % what,
+                 v, ">= 0.8", v is not None and v >= 0.8)
         pys = self.present(["devpi", "proxpi", "pypiserver"])
         if pys:
             vals = [ratio("swarm", "larder-nginx", n, "32-clients") for n in pys]
@@ -1691,7 +1766,8 @@ def main(argv=None):
                   "slow-misses": bench.w_slow_misses,
                   "throughput-hot": bench.w_throughput_hot, "metadata": bench.w_metadata,
                   "cold-files": bench.w_cold_files,
-                  "swarm": bench.w_swarm, "endpoints": bench.w_endpoints,
+                  "swarm": bench.w_swarm, "small-files": bench.w_small_files,
+                  "endpoints": bench.w_endpoints,
                   "bounded": lambda: extra_goals.extend(
                       boundedmod.run(bench, sys.modules[__name__])),
                   "upload": lambda: extra_goals.extend(

@@ -1269,6 +1269,13 @@ class OciBench:
              "larder %s, nginx static %s" % (
                  fig("oci-endpoints", "larder-nginx", "manifest-by-digest", "req/s"),
                  fig("oci-endpoints", "nginx-static", "manifest-by-digest", "req/s")))
+        for case, what in (("blob-HEAD", "Blob HEAD"), ("manifest-by-tag", "Manifest by tag")):
+            v = ratio("oci-endpoints", "larder-nginx", "nginx-static", case)
+            goal("%s, 32 connections: larder behind nginx / nginx static" % what, v,
+                 ">= 0.5", v is not None and v >= 0.5,
+                 "larder %s, nginx static %s" % (
+                     fig("oci-endpoints", "larder-nginx", case, "req/s"),
+                     fig("oci-endpoints", "nginx-static", case, "req/s")))
         for cases, what in ((("tags-list-cold", "tags-list-stale"), "tags/list requests"),
                             (("tag-stale",), "GETs of a stale tag")):
             vals = [x for c in cases

@@ -421,8 +421,8 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 	 * uploaded packages and page renderings, which a digest must not
 	 * reach from here. Bytes it holds for something else are served
 	 * once the upstream says this repository has them (a HEAD). */
-	if (db_oci_blob_known(w->db, x->reg->name, hex) != 0 &&
-	    send_stored(w, hex)) {
+	known = db_oci_blob_known(w->db, x->reg->name, hex) == 0;
+	if (!known && send_stored(w, hex)) {
 		rc = confirm(w, x, url, hex, err, sizeof(err));
 		if (rc == ENODATA) {
 			fail(r, 404, "BLOB_UNKNOWN",
@@ -434,9 +434,10 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 			        "BLOB_UNKNOWN", err);
 			return;
 		}
+		known = db_oci_blob_known(w->db, x->reg->name, hex) == 0;
 	}
-	if (db_oci_blob_known(w->db, x->reg->name, hex) == 0 &&
-	    send_stored(w, hex)) {
+	/* (a warm blob: one look in the database, not two) */
+	if (known && send_stored(w, hex)) {
 		mark = req_header_mark(r);
 		r->cache = "HIT";
 		req_header(r, "Docker-Content-Digest", "%s", x->rt.ref);

@@ -402,23 +402,28 @@ enum conn_state conn_fill(struct conn *c)
 ssize_t conn_read_body(struct conn *c, void *p, size_t n)
 {
 	enum fastcgi_event ev;
+	size_t total = 0;
 	ssize_t got;
 
-	while (!c->p.stdin_done) {
+	/* as many records' content as have come, up to n: nginx sends a
+	 * streamed body in records of 8 KiB or less, and the caller's
+	 * parser and file writes cost per call */
+	while (!c->p.stdin_done && total < n) {
 		if (c->in_off < c->in_len) {
 			size_t len = c->in_len - c->in_off;
 
 			/* no more content in one event than the caller takes */
-			if (len > n)
-				len = n;
+			if (len > n - total)
+				len = n - total;
 			c->in_off += fastcgi_feed(&c->p, c->in + c->in_off, len,
 						  &ev);
 			if (ev == FASTCGI_STDIN_DATA) {
-				memcpy(p, c->p.data, c->p.len);
-				return (ssize_t)c->p.len;
+				memcpy((char *)p + total, c->p.data, c->p.len);
+				total += c->p.len;
+				continue;
 			}
 			if (ev == FASTCGI_STDIN_END)
-				return 0;
+				break;
 			if (ev == FASTCGI_REPLY && reply(c))
 				return -1;
 			if (ev == FASTCGI_ERROR || ev == FASTCGI_ABORT) {
@@ -428,18 +433,25 @@ ssize_t conn_read_body(struct conn *c, void *p, size_t n)
 			continue;
 		}
 		c->in_off = c->in_len = 0;
-		got = recv(c->fd, c->in, sizeof(c->in), 0);
+		/* with some in hand, only what is there already */
+		got = recv(c->fd, c->in, sizeof(c->in),
+			   total ? MSG_DONTWAIT : 0);
 		if (got < 0 && (errno == EINTR || errno == EAGAIN)) {
+			if (total && errno == EAGAIN)
+				break;
 			if (errno == EAGAIN &&
 			    !wait_fd(c->fd, POLLIN, WRITE_WAIT_MS))
 				return -1;
 			continue;
 		}
-		if (got <= 0)
+		if (got <= 0) {
+			if (total)
+				break; /* the next call finds the break */
 			return -1;
+		}
 		c->in_len = (size_t)got;
 	}
-	return 0;
+	return (ssize_t)total;
 }
 
 void conn_linger(struct conn *c, int reset)

@@ -84,8 +84,10 @@ void conn_shut(struct conn *c);
  * at its end. Returns c->state. */
 enum conn_state conn_fill(struct conn *c);
 
-/* Reads up to n bytes of the request body, blocking until some arrive.
- * Returns the number read, 0 at its end, or -1 (the connection broke). */
+/* Reads up to n bytes of the request body, blocking until some arrive,
+ * then taking whatever else has come (any number of records) without
+ * waiting. Returns the number read, 0 at its end, or -1 (the connection
+ * broke). */
 ssize_t conn_read_body(struct conn *c, void *p, size_t n);
 
 /* Sends n bytes of response as FCGI_STDOUT. With block, all of them, or -1

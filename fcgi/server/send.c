@@ -18,6 +18,15 @@
 
 #define CHUNK (256 * 1024)
 
+/* With X-Accel-Redirect, a blob smaller than this goes out from larder
+ * itself whatever the caller asked (inline_under 0): nginx ends the
+ * upstream request the moment it reads an X-Accel-Redirect, before the
+ * FCGI_END_REQUEST that would let it keep the connection (nginx 1.22,
+ * ngx_http_upstream_process_headers), so each small file or .metadata
+ * cost a connect and an accept more than its bytes. 24 KiB and the
+ * headers fit nginx's default fastcgi_buffers (8 4k) in memory. */
+#define ACCEL_INLINE_UNDER (24 * 1024)
+
 int send_parse_range(const char *h, long long size, long long *from,
 		     long long *to)
 {
@@ -151,17 +160,6 @@ static int stream(struct worker *w, struct req *r, const char *sha, int gz,
 	return 0;
 }
 
-/* Whether the blob is smaller than limit bytes (no: when it cannot be
- * told, and the web server finds out). */
-static int smaller(const struct conf *c, const char *sha256, long long limit)
-{
-	char path[PATH_MAX];
-	struct stat st;
-
-	return blob_path(c->data_dir, sha256, path, sizeof(path)) == 0 &&
-	       stat(path, &st) == 0 && st.st_size < limit;
-}
-
 /* Counts as sent what the web server is handed to send for r: the blob
  * (of o->size bytes, or as its file says), or the range asked for. */
 static void handed_over(const struct conf *c, struct req *r,
@@ -232,7 +230,9 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	const char *cc = o->cache_control;
 	const char *inm = req_env(r, "HTTP_IF_NONE_MATCH");
 	size_t mark = req_header_mark(r), rep;
-	char rel[128];
+	long long under;
+	char rel[128], path[PATH_MAX];
+	struct stat st;
 	int rc, gz, inl;
 
 	rc = blob_relpath(sha256, rel, sizeof(rel));
@@ -242,8 +242,11 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	lru_touch(sha256);
 	/* a blob gone from the store (evicted after the caller looked) is
 	 * the caller's miss, fetched or rendered again: not a 404 from a
-	 * web server handed its path (X-Accel-Redirect, X-Sendfile) */
-	if (!blob_exists(c->data_dir, sha256))
+	 * web server handed its path (X-Accel-Redirect, X-Sendfile). One
+	 * stat says that and its size: a warm small file's answer is some
+	 * fifteen system calls, and each counts. */
+	if (blob_path(c->data_dir, sha256, path, sizeof(path)) ||
+	    stat(path, &st) < 0)
 		return ENOENT;
 	if (o->content_type)
 		req_header(r, "Content-Type", "%s", o->content_type);
@@ -283,10 +286,12 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 		return req_start(r, 304) ? EPIPE : 0;
 	}
 	/* (an inline_under of 1 is HEADs only: no stat for a GET) */
+	under = o->inline_under;
+	if (c->sendfile == CONF_SENDFILE_ACCEL && under < ACCEL_INLINE_UNDER)
+		under = ACCEL_INLINE_UNDER;
 	inl = o->inline_body ||
-	      (o->inline_under > 0 &&
-	       (r->head || (o->inline_under > 1 &&
-	                    smaller(c, sha256, o->inline_under))));
+	      (under > 0 &&
+	       (r->head || (under > 1 && st.st_size < under)));
 	if (!inl && c->sendfile == CONF_SENDFILE_ACCEL) {
 		/* nginx picks the copy itself (gzip_static in the internal
 		 * location) and gives its ETag the "-gz" (conf/nginx.conf) */
@@ -295,7 +300,15 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 			   rel);
 		if (req_start(r, 200))
 			return EPIPE;
-		handed_over(c, r, sha256, 0, o);
+		if (!o->have_size) {
+			struct send_opts known = *o;
+
+			known.size = st.st_size;
+			known.have_size = 1;
+			handed_over(c, r, sha256, 0, &known);
+		} else {
+			handed_over(c, r, sha256, 0, o);
+		}
 		return 0;
 	}
 	rep = req_header_mark(r);

@@ -50,7 +50,10 @@ struct send_opts {
 	                               closes its FastCGI connection after
 	                               every X-Accel-Redirect, which costs a
 	                               small answer more than its bytes do
-	                               (0: the sendfile mode decides) */
+	                               (0: the sendfile mode decides; with
+	                               x-accel-redirect larder sends a HEAD
+	                               and anything under 24 KiB itself
+	                               whatever this says) */
 };
 
 /* Returns 1 when blob sha256 is in the store, else 0; marks it used first,

@@ -566,3 +566,61 @@ def test_cgi_fcgi_oracle(tmp_path, wheel_dir):
                     pass
         lr.stop()
         sd.stop()
+
+
+# ------------------------- kept connections after small warm files (issue 24)
+
+def _peer_ports(port):
+    """The other end's port of every IPv4 TCP connection to or from port,
+    TIME_WAIT included: a connection closed within the last minute is
+    still counted."""
+    seen = set()
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            local, remote, state = line.split()[1:4]
+            lport, rport = int(local.split(":")[1], 16), int(remote.split(":")[1], 16)
+            if state == "0A":  # LISTEN
+                continue
+            if lport == port:
+                seen.add(rport)
+            elif rport == port:
+                seen.add(lport)
+    return seen
+
+
+def test_small_warm_files_keep_the_fastcgi_connection(tmp_path, wheel_dir):
+    """nginx ends its upstream request at an X-Accel-Redirect before it
+    reads the FCGI_END_REQUEST, and so never keeps that connection: 20
+    warm files and .metadata of a few KB, one after another, cost 20 new
+    connections to larder when each is an X-Accel-Redirect. larder sends
+    a small file itself, and nginx keeps its connection (a handful at
+    most, for all 20)."""
+    reason = stackmod.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    import wheels
+    dists = [d for d in wheels.load_dists(wheel_dir).values() if d.metadata]
+    assert dists and all(d.size < 8192 for d in dists), [d.size for d in dists]
+    st = stackmod.Stack(str(tmp_path / "stack"), wheel_dir, workers=2)
+    st.start()
+    try:
+        urls = []
+        for d in dists:
+            base = "/root/pypi/files/%s/%s" % (d.sha256, d.filename)
+            urls += [base, base + ".metadata"]
+        for u in urls:  # the misses: fetched and stored
+            r = st.get(u)
+            assert r.status == 200, (u, r)
+        before = _peer_ports(st.larder.port)
+        for i in range(20):
+            u = urls[i % len(urls)]
+            r = st.get(u)
+            assert r.status == 200 and r.header("X-Larder-Cache") == "HIT", (u, r)
+            d = dists[(i % len(urls)) // 2]
+            assert r.body == (d.metadata if u.endswith(".metadata") else d.data), u
+        new = _peer_ports(st.larder.port) - before
+        assert len(new) <= 3, sorted(new)
+        assert "[error]" not in st.nginx.error_text(), st.nginx.error_text()[-2000:]
+    finally:
+        st.stop()

@@ -630,8 +630,12 @@ def _bad_dists(d):
     cases["version-mismatch"] = (good, APP10, {"version": "2.0"}, "version")
     for digest in ("md5_digest", "sha256_digest", "blake2_256_digest"):
         wrong = hashlib.sha256(b"not it").hexdigest()
-        cases["wrong-" + digest] = (good, APP10, {digest: wrong[:32] if digest == "md5_digest"
-                                                  else wrong}, digest.split("_")[0])
+        # md5 and BLAKE2b are checked when no sha256_digest came first
+        # (else the sha256 protects the bytes: test_a_right_sha256_*)
+        fields = {digest: wrong[:32] if digest == "md5_digest" else wrong}
+        if digest != "sha256_digest":
+            fields["sha256_digest"] = None
+        cases["wrong-" + digest] = (good, APP10, fields, digest.split("_")[0])
     junk = os.path.join(d, "junk.whl")
     with open(junk, "wb") as f:
         f.write(hashlib.sha256(b"junk").digest() * 200)
@@ -656,6 +660,39 @@ def _bad_dists(d):
     cases["not-file-upload"] = (good, APP10, {":action": "submit"}, "")
     cases["no-name-field"] = (good, APP10, {"name": None}, "")
     return cases
+
+
+def test_a_right_sha256_first_is_what_protects_the_bytes(stack, dist, uploader):
+    """A sha256_digest sent before the file (twine, uv, poetry and pdm send
+    every digest before it) protects the bytes: larder computes the sha256
+    alone, and an md5_digest or blake2_256_digest beside it is not checked
+    (issue 24: md5 and BLAKE2b were two thirds of an upload's CPU). A
+    sha256_digest that comes only after the file leaves the other digests
+    checked: a wrong md5 is still a 400."""
+    good = up.build_wheel(dist, APP, "1.0")
+    data = read(good)
+    wrong = hashlib.sha256(b"not it").hexdigest()
+    # the sha256 only after the file: md5 checked
+    form = up.dist_fields(APP10, data=data)
+    form["md5_digest"], form["sha256_digest"] = wrong[:32], None
+    ctype, body = up.multipart(form, APP10, data)
+    boundary = ctype.split("boundary=")[1].encode()
+    late = (b"--%s\r\nContent-Disposition: form-data; name=\"sha256_digest\"\r\n\r\n%s\r\n"
+            % (boundary, sha256(data).encode()))
+    end = b"--%s--\r\n" % boundary
+    assert body.endswith(end)
+    body = body[:-len(end)] + late + end
+    h = dict({"Content-Type": ctype}, **up.basic(uploader))
+    r = http("%s/root/private/" % stack.base, method="POST", headers=h, body=body)
+    assert r.status == 400 and "md5" in up.one_line_reason(r).lower(), (r, r.body[:200])
+    # the sha256 first: md5 and BLAKE2b not computed, the upload goes in
+    form = up.dist_fields(APP10, data=data)
+    form["md5_digest"], form["blake2_256_digest"] = wrong[:32], wrong
+    ctype, body = up.multipart(form, APP10, data)
+    h = dict({"Content-Type": ctype}, **up.basic(uploader))
+    r = http("%s/root/private/" % stack.base, method="POST", headers=h, body=body)
+    assert r.status == 200, (r, r.body[:200])
+    assert_serves(stack, APP, good)
 
 
 def test_every_rejection_is_a_400_that_stores_nothing(stack, dist, uploader):
