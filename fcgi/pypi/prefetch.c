@@ -96,13 +96,16 @@ void prefetch_note(struct worker *w, const struct req *r, int idx,
 	struct db_file f;
 	char *text = NULL;
 	uint8_t *bytes = NULL;
-	size_t len = 0;
+	size_t len = 0, kept = 0;
 	int from;
 
 	w->deps.index = -1;
 	w->deps.n = 0;
 	if (w->conf->prefetch_max <= 0 || w->cgi || r->status < 200 ||
 	    r->status > 299 || r->head)
+		return;
+	/* a wheel stored (and verified) by this request */
+	if (!metadata && (!r->cache || strcmp(r->cache, "MISS") != 0))
 		return;
 	from = pypi_find_file(w, idx, sha256, filename, &f);
 	if (from < 0 || w->conf->index[from].type != CONF_INDEX_CACHE)
@@ -112,18 +115,33 @@ void prefetch_note(struct worker *w, const struct req *r, int idx,
 		    read_blob(w, meta_sha, &text, &len))
 			return;
 	} else {
-		/* a wheel stored (and verified) by this request */
-		if (!r->cache || strcmp(r->cache, "MISS") != 0 ||
-		    !blob_exists(w->conf->data_dir, sha256) ||
+		if (!blob_exists(w->conf->data_dir, sha256) ||
 		    metadata_read_stored(w, sha256, filename, &bytes, &len,
 					 err, sizeof(err)))
 			return;
 		text = (char *)bytes;
 	}
 	if (coremeta_requires(text, len, w->deps.name, WORKER_MAX_DEPS,
-			      &w->deps.n) == 0 && w->deps.n)
-		w->deps.index = idx;
+			      &w->deps.n))
+		w->deps.n = 0;
 	free(text);
+	/* only what is to be fetched ends the answer early (and lets its
+	 * connection go): a warm install keeps its connections */
+	for (size_t i = 0; i < w->deps.n; i++) {
+		enum pages_want want = pages_wanted(w, idx, w->deps.name[i]);
+
+		if (want == PAGES_FRESH)
+			stats_add(STATS_PREFETCH_SKIPPED, 1);
+		if (want != PAGES_WANTED)
+			continue;
+		if (kept != i)
+			memcpy(w->deps.name[kept], w->deps.name[i],
+			       sizeof(w->deps.name[i]));
+		kept++;
+	}
+	w->deps.n = kept;
+	if (kept)
+		w->deps.index = idx;
 }
 
 /* Takes a free one of the prefetch_max slots: returns the open lock file

@@ -22,9 +22,12 @@
 
 /* After r, a request for the .metadata of (sha256, filename) as listed by
  * the index at position idx (the route's), or for that wheel itself, was
- * answered: notes the projects its metadata requires on w->deps, for
- * prefetch_run(). A wheel counts only when r fetched it (a MISS: stored
- * and verified now). Reads the stored metadata; asks no one. */
+ * answered: notes on w->deps, for prefetch_run(), the projects its
+ * metadata requires whose pages are not fresh here (pages_wanted(); a
+ * fresh one is counted as skipped). A wheel counts only when r fetched it
+ * (a MISS: stored and verified now). Reads the stored metadata and page
+ * rows; asks no one. w->deps.index is -1 when there is nothing to fetch,
+ * so that the caller need not let the connection go. */
 void prefetch_note(struct worker *w, const struct req *r, int idx,
 		   const char *sha256, const char *filename, int metadata);
 
