@@ -146,6 +146,30 @@ def test_pip_joins_the_prefetch(tmp_path, pf_wheels, new_venv):
         st.stop()
 
 
+def test_wheel_fetched_prefetches(tmp_path, pf_wheels):
+    """A wheel fetched and verified (no .metadata asked for, as an older
+    pip does) prefetches its dependencies' pages too; the same wheel from
+    the store (a HIT) looks at nothing."""
+    st = start(tmp_path, pf_wheels)
+    try:
+        (fa,) = files_of(st, "pf-a")
+        st.standin.reset()
+        r = st.get(metadata_path(fa)[:-len(".metadata")])
+        assert r.status == 200 and r.header("X-Larder-Cache") == "MISS", r
+        assert settled(st, 2) == (2, 0)
+        c = st.standin.counters()
+        assert page_gets(c, "pf-b") == 1 and page_gets(c, "pf-e") == 1, c
+        assert page_gets(c, "pf-d") == 0, c
+        assert list(c["files"].values()) == [1] and c["metadata"] == {}, c
+        r = st.get(metadata_path(fa)[:-len(".metadata")])
+        assert r.status == 200 and r.header("X-Larder-Cache") == "HIT", r
+        time.sleep(0.5)
+        assert (metric(st, "prefetch_pages_total"),
+                metric(st, "prefetch_skipped_total")) == (2, 0)
+    finally:
+        st.stop()
+
+
 def test_prefetch_max_zero_is_off(tmp_path, pf_wheels):
     st = start(tmp_path, pf_wheels, prefetch_max=0)
     try:
