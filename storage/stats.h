@@ -53,6 +53,9 @@ enum stats_counter {
 	STATS_EVICTED_BYTES, /* and their bytes */
 	STATS_META_MISMATCH, /* provisional metadata the verified file's
 	                        metadata differed from */
+	STATS_PREFETCH_PAGES,   /* dependency pages a prefetch fetched */
+	STATS_PREFETCH_SKIPPED, /* ones it did not: fresh, or no slot free */
+	STATS_PREFETCH_USED,    /* prefetched pages a client then asked for */
 	STATS_NCOUNTERS
 };
 

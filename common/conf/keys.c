@@ -92,6 +92,7 @@ static const char *const library_values[] = {"auto", "yes", "no", NULL};
 static const char *const synth_values[] = {"ranges", "verified", "no", NULL};
 
 static const char *at_least_one(void *field);
+static const char *prefetch_slots(void *field);
 static const char *check_layers(void *field);
 static const char *check_hosts(void *field);
 static const char *check_globs(void *field);
@@ -217,6 +218,20 @@ const struct conf_key conf_keys[] = {
              "answered, so that the request for it finds it here or on "
              "its way. A few kilobytes per page; nothing for projects of "
              "platform wheels only, and nothing in CGI mode."},
+    {LARDER(prefetch_max), T_COUNT, "4", .check = prefetch_slots,
+     .help = "When larder answers a wheel's PEP 658 metadata, it reads its "
+             "Requires-Dist and, once the answer is out, fetches the pages "
+             "of those projects (16 at most) that are not fresh here, so "
+             "that the installer's request for them finds them here or on "
+             "their way: pages only, never a file, one level deep (a "
+             "prefetched page prefetches nothing), nothing for an offline "
+             "index, a requirement whose marker names an extra left out. "
+             "This is how many such prefetches the workers of one data "
+             "directory run at once (0 to 64); past it a prefetch is "
+             "skipped. 0 turns prefetching of pages off. Nothing in CGI "
+             "mode. Counted in larder_prefetch_pages_total, "
+             "larder_prefetch_skipped_total, larder_prefetch_used_total "
+             "and larder_prefetch_unused_pages."},
     {LARDER(synthesize_metadata), T_ENUM, "ranges", .values = synth_values,
      .help = "What larder serves as a wheel's PEP 658 metadata when the "
              "upstream advertises none. ranges: read with a few range "
@@ -562,6 +577,11 @@ static int seen_before(const char *list, const char *w, size_t len)
 static const char *at_least_one(void *f)
 {
 	return *(long *)f >= 1 ? NULL : "a whole number of at least 1";
+}
+
+static const char *prefetch_slots(void *f)
+{
+	return *(long *)f <= 64 ? NULL : "a whole number from 0 to 64";
 }
 
 static const char *check_layers(void *f)

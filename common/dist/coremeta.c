@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -263,5 +264,84 @@ int coremeta_each(const char *buf, size_t len,
 		*body = pos;
 out:
 	buf_free(&v);
+	return rc;
+}
+
+/* Whether the marker text s mentions the variable extra (outside quotes). */
+static int mentions_extra(const char *s)
+{
+	char quote = 0;
+
+	for (const char *p = s; *p; p++) {
+		if (quote) {
+			if (*p == quote)
+				quote = 0;
+			continue;
+		}
+		if (*p == '"' || *p == '\'') {
+			quote = *p;
+			continue;
+		}
+		if (strncmp(p, "extra", 5) == 0 &&
+		    (p == s || !(isalnum((unsigned char)p[-1]) || p[-1] == '_')) &&
+		    !(isalnum((unsigned char)p[5]) || p[5] == '_'))
+			return 1;
+	}
+	return 0;
+}
+
+struct requires_ctx {
+	char (*names)[NAMES_MAX_PROJECT + 1];
+	size_t max, n;
+};
+
+/* coremeta_each() callback of coremeta_requires(). */
+static int one_require(const char *name, size_t nlen, const char *value,
+		       void *ctx)
+{
+	struct requires_ctx *rq = ctx;
+	char raw[NAMES_MAX_PROJECT + 1], norm[NAMES_MAX_PROJECT + 1];
+	const char *p = value, *semi;
+	size_t n = 0;
+
+	if (nlen != 13 || strncasecmp(name, "Requires-Dist", 13) != 0 ||
+	    rq->n >= rq->max)
+		return 0;
+	semi = strchr(value, ';');
+	if (semi && mentions_extra(semi + 1))
+		return 0;
+	while (is_blank(*p))
+		p++;
+	while (n < sizeof(raw) - 1 &&
+	       (isalnum((unsigned char)p[n]) || p[n] == '.' || p[n] == '_' ||
+		p[n] == '-'))
+		n++;
+	memcpy(raw, p, n);
+	raw[n] = '\0';
+	p += n;
+	/* a direct reference (name @ url) is not looked up in an index */
+	while (is_blank(*p))
+		p++;
+	if (*p == '[')
+		p = strchr(p, ']') ? strchr(p, ']') + 1 : p;
+	while (is_blank(*p))
+		p++;
+	if (*p == '@' || names_normalize(raw, norm, sizeof(norm)))
+		return 0;
+	for (size_t i = 0; i < rq->n; i++)
+		if (strcmp(rq->names[i], norm) == 0)
+			return 0;
+	memcpy(rq->names[rq->n++], norm, sizeof(norm));
+	return 0;
+}
+
+int coremeta_requires(const char *buf, size_t len,
+		      char (*names)[NAMES_MAX_PROJECT + 1], size_t max,
+		      size_t *n)
+{
+	struct requires_ctx rq = {names, max, 0};
+	int rc = coremeta_each(buf, len, one_require, &rq, NULL);
+
+	*n = rq.n;
 	return rc;
 }

@@ -51,4 +51,19 @@ int coremeta_each(const char *buf, size_t len,
 			    void *ctx),
 		  void *ctx, size_t *body);
 
+/* The most dependencies coremeta_requires() is asked for by the prefetch. */
+#define COREMETA_MAX_REQUIRES 16
+
+/* Reads the Requires-Dist headers of the metadata at buf (len bytes) into
+ * names (max of them, the caller's): the project each names, PEP 503
+ * normalised, each once, in order. Left out: a requirement whose marker
+ * mentions extra (it applies only to a client that asks for that extra),
+ * a direct reference (name @ url, which no index is asked for), and a
+ * name that is not one. Any other marker is kept: what it says about a
+ * client is not known here. *n is how many were written. Returns 0, or
+ * as coremeta_each(). */
+int coremeta_requires(const char *buf, size_t len,
+		      char (*names)[NAMES_MAX_PROJECT + 1], size_t max,
+		      size_t *n);
+
 #endif

@@ -23,6 +23,9 @@
 #define MARGIN   (16 * 1024)
 /* Names shown per most-requested list. */
 #define TOP_SHOWN 10
+/* A prefetched page no client asked for within this many seconds is one
+ * the prefetch fetched for nothing. */
+#define PREFETCH_UNUSED_AFTER 600
 
 static const char *const kind_name[STATS_NKINDS] = {
     "page", "file", "metadata", "manifest", "blob", "other"};
@@ -48,6 +51,8 @@ struct figures {
 	long long store_bytes; /* the blob inventory; -1: unknown */
 	long store_blobs;
 	long long store_limit; /* max_size, 0: none */
+	long prefetch_unused;  /* prefetched pages unasked for 10 minutes on;
+	                          -1: unknown */
 };
 
 /* Returns the figures (the caller's to free), or NULL when out of memory
@@ -66,6 +71,10 @@ static struct figures *gather(struct worker *w, struct req *r)
 	if (db_blob_totals(w->db, &f->store_bytes, &f->store_blobs))
 		f->store_bytes = f->store_blobs = -1;
 	f->store_limit = w->conf->max_size;
+	if (db_page_prefetch_unused(w->db, (long long)time(NULL) -
+					    PREFETCH_UNUSED_AFTER,
+				    &f->prefetch_unused))
+		f->prefetch_unused = -1;
 	return f;
 }
 
@@ -144,6 +153,22 @@ void status_metrics(struct worker *w, struct req *r)
 	        "Provisional metadata (from range reads) that the verified "
 	        "wheel's own contradicted; the verified one replaced it.",
 	        s->counter[STATS_META_MISMATCH]);
+	counter(&b, "prefetch_pages_total",
+	        "Pages of a wheel's dependencies fetched ahead of the client "
+	        "(prefetch_max).", s->counter[STATS_PREFETCH_PAGES]);
+	counter(&b, "prefetch_skipped_total",
+	        "Dependency pages not prefetched: fresh here already, or no "
+	        "prefetch slot free.", s->counter[STATS_PREFETCH_SKIPPED]);
+	counter(&b, "prefetch_used_total",
+	        "Prefetched pages a client then asked for.",
+	        s->counter[STATS_PREFETCH_USED]);
+	if (f->prefetch_unused >= 0) {
+		family(&b, "prefetch_unused_pages", "gauge",
+		       "Prefetched pages no client has asked for in the 10 "
+		       "minutes since.");
+		buf_addf(&b, "larder_prefetch_unused_pages %ld\n",
+		         f->prefetch_unused);
+	}
 	if (f->in_flight >= 0) {
 		family(&b, "fetches_in_flight", "gauge",
 		       "Upstream fetches under way (rows of the flights "

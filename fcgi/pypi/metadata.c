@@ -222,6 +222,20 @@ static int from_store(struct worker *w, const char *sha256,
 	return rc;
 }
 
+int metadata_read_stored(struct worker *w, const char *sha256,
+			 const char *filename, uint8_t **out, size_t *len,
+			 char *err, size_t errlen)
+{
+	struct distname dn;
+
+	*out = NULL;
+	if (distname_parse(filename, &dn) || dn.kind != DISTNAME_WHEEL) {
+		snprintf(err, errlen, "%s: not a wheel", filename);
+		return ENOENT;
+	}
+	return from_store(w, sha256, filename, &dn, out, len, err, errlen);
+}
+
 int metadata_fetch_file(struct worker *w, int from, const struct db_file *f,
 		       const char *sha256, char *err, size_t errlen)
 {

@@ -20,6 +20,7 @@
 #define LARDER_METADATA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/pypi/simple.h"
 #include "fcgi/server/fetcher.h"
@@ -54,6 +55,14 @@ int metadata_make(struct worker *w, int from, const struct db_file *f,
 		  const char *sha256, const char *filename, int local_only,
 		  char meta_sha[65], int *provisional, char *err,
 		  size_t errlen);
+
+/* Reads the METADATA of the wheel filename stored as blob sha256, with
+ * nothing stored or recorded. Returns 0 with *out (len bytes,
+ * NUL-terminated) the caller's to free; ENOENT when filename is no wheel;
+ * or as wheelmeta_read(), with a reason in err. */
+int metadata_read_stored(struct worker *w, const char *sha256,
+			 const char *filename, uint8_t **out, size_t *len,
+			 char *err, size_t errlen);
 
 /* Fetches the file (sha256, listed as f by the cache index at position
  * from) into the store through the single-flight fetch installs use, with

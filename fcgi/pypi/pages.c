@@ -23,6 +23,7 @@
 #include "storage/gc.h"
 #include "storage/health.h"
 #include "storage/lru.h"
+#include "storage/stats.h"
 
 /* What larder asks an upstream for: JSON when it can, HTML otherwise. */
 static const char upstream_accept[] =
@@ -239,6 +240,9 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	if (mature >= 0 && mature - now < p->ttl)
 		p->ttl = mature - now > 0 ? (long)(mature - now) : 1;
 	quarantine_note(&page, p);
+	/* a prefetch's page is marked until a client asks for it; any other
+	 * fetch clears the mark (a refresh by a client is no use of it) */
+	p->prefetched_at = w->prefetching ? now : 0;
 	rc = db_begin(w->db);
 	if (!rc)
 		rc = pages_keep_renderings(w, &json, &html, p, &js, &hs);
@@ -282,8 +286,13 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	if (rc) {
 		db_rollback(w->db);
 		snprintf(err, errlen, "%s: database error", f->url);
-	} else if (!is_list && w->conf->prefetch_metadata && !w->cgi) {
-		hint_likely(w, ix, &page);
+	} else {
+		if (w->prefetching)
+			w->prefetched++;
+		/* a prefetched page hints at nothing: one level deep */
+		if (!is_list && w->conf->prefetch_metadata && !w->cgi &&
+		    !w->prefetching)
+			hint_likely(w, ix, &page);
 	}
 free_page:
 	simple_page_free(&page);
@@ -348,9 +357,12 @@ static int refresh(struct worker *w, const struct conf_index *ix,
 	}
 	if (f.status == 404 || f.status == 410) {
 		struct db_page neg = {.status = 404, .fetched_at = now,
-				      .ttl = c->negative_ttl};
+				      .ttl = c->negative_ttl,
+				      .prefetched_at = w->prefetching ? now : 0};
 
 		rc = db_page_put(w->db, ix->name, project, &neg);
+		if (!rc && w->prefetching)
+			w->prefetched++;
 		*p = neg;
 		*cache = "MISS";
 		goto done;
@@ -603,10 +615,20 @@ int pages_get_leaf(struct worker *w, int idx, const char *project,
 		   char *err, size_t errlen)
 {
 	const struct conf_index *ix = &w->conf->index[idx];
+	int rc;
 
-	if (ix->type == CONF_INDEX_CACHE)
-		return cache_get(w, ix, project, may_skip, p, cache, err,
-				 errlen);
+	if (ix->type == CONF_INDEX_CACHE) {
+		p->prefetched_at = 0;
+		rc = cache_get(w, ix, project, may_skip, p, cache, err,
+			       errlen);
+		/* a client's first request for a page a prefetch fetched
+		 * (whichever process gets it): the prefetch was of use */
+		if ((rc == 0 || rc == ENOENT) && p->prefetched_at &&
+		    !w->prefetching &&
+		    db_page_prefetch_used(w->db, ix->name, project) == 0)
+			stats_add(STATS_PREFETCH_USED, 1);
+		return rc;
+	}
 	if (ix->type == CONF_INDEX_HOSTED)
 		return hosted_get(w, ix, project, p, cache);
 	snprintf(err, errlen, "%s: not a cache or hosted index", ix->name);
@@ -620,6 +642,32 @@ int pages_get(struct worker *w, int idx, const char *project,
 	if (w->conf->index[idx].type == CONF_INDEX_VIRTUAL)
 		return virtual_get(w, idx, project, 0, p, cache, err, errlen);
 	return pages_get_leaf(w, idx, project, 0, p, cache, err, errlen);
+}
+
+enum pages_want pages_wanted(struct worker *w, int idx, const char *project)
+{
+	const struct conf_index *ix = &w->conf->index[idx];
+	enum pages_want want = PAGES_OFFLINE, one;
+	struct db_page p;
+
+	switch (ix->type) {
+	case CONF_INDEX_CACHE:
+		if (conf_inherit(ix->offline, w->conf->offline) > 0)
+			return PAGES_OFFLINE;
+		return page_read(w, ix->name, project, &p) == 0 &&
+		       fresh(&p, time(NULL)) ? PAGES_FRESH : PAGES_WANTED;
+	case CONF_INDEX_VIRTUAL:
+		for (size_t i = 0; i < ix->nlayers; i++) {
+			one = pages_wanted(w, (int)ix->layer[i], project);
+			if (one == PAGES_WANTED)
+				return PAGES_WANTED;
+			if (one == PAGES_FRESH)
+				want = PAGES_FRESH;
+		}
+		return want;
+	default:
+		return PAGES_FRESH; /* rendered here, never fetched */
+	}
 }
 
 void pages_forget_missing(struct worker *w, int idx, const char *project)

@@ -53,6 +53,21 @@ int pages_keep_renderings(struct worker *w, const struct buf *json,
 			  const struct buf *html, const struct db_page *p,
 			  long long *js, long long *hs);
 
+/* What a prefetch of a page would do (pages_wanted()). */
+enum pages_want {
+	PAGES_FRESH,   /* nothing: it is fresh here (or a hosted index's) */
+	PAGES_OFFLINE, /* nothing: every cache index it would come from is
+	                  offline */
+	PAGES_WANTED,  /* fetch it: some cache index it may come from has no
+	                  fresh copy */
+};
+
+/* Whether the page of project in the index at position idx is worth
+ * fetching ahead of a client: for a virtual index, whether any of its
+ * layers' is (its policy decides, when it is fetched, which are asked).
+ * Asks no one. */
+enum pages_want pages_wanted(struct worker *w, int idx, const char *project);
+
 /* Forgets the page of project in idx and its layers whose renderings are
  * missing from the store, so that the next pages_get() fetches (a cache
  * index) or merges (a virtual one) it again: a missing rendering is a

@@ -12,6 +12,7 @@
 #include "fcgi/pypi/listing.h"
 #include "fcgi/pypi/metadata.h"
 #include "fcgi/pypi/pages.h"
+#include "fcgi/pypi/prefetch.h"
 #include "fcgi/pypi/pypi.h"
 #include "fcgi/pypi/quarantine.h"
 #include "fcgi/pypi/ranges.h"
@@ -268,7 +269,9 @@ static void prefetch(struct worker *w)
 		log_warn(rc, h->filename, "prefetch: %s", err);
 }
 
-void pypi_file(struct worker *w, struct req *r, const struct route *rt)
+/* Answers r, the request for a file (or its .metadata or provenance). */
+static void file_answer(struct worker *w, struct req *r,
+			const struct route *rt)
 {
 	struct send_opts o = {.cache_control = SEND_IMMUTABLE};
 	struct fetcher_want want;
@@ -392,4 +395,19 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 		req_error(r, 503, err);
 	else if (rc)
 		req_error(r, 502, err);
+}
+
+void pypi_file(struct worker *w, struct req *r, const struct route *rt)
+{
+	file_answer(w, r, rt);
+	if (rt->provenance || w->conf->prefetch_max <= 0 || w->cgi)
+		return;
+	/* what the installer reads next: its dependencies' pages, fetched
+	 * once this answer is out (fcgi/pypi/prefetch.h) */
+	prefetch_note(w, r, rt->index, rt->sha256, rt->filename,
+		      rt->metadata);
+	if (w->deps.index < 0)
+		return;
+	req_end(r, 0);
+	prefetch_run(w);
 }

@@ -23,6 +23,7 @@ int worker_open(struct worker *w, const struct conf *c, int cgi)
 	w->cgi = cgi;
 	w->hint.index = -1;
 	w->revalidate.index = -1;
+	w->deps.index = -1;
 	for (size_t i = 0; i < c->nindex && i < CONF_MAX_INDEXES; i++)
 		w->read_token[i] = (unsigned char)token_read_required(c,
 								      (int)i);

@@ -6,6 +6,7 @@
 #define LARDER_WORKER_H
 
 #include "common/conf/conf.h"
+#include "common/names.h"
 #include "fcgi/server/conn.h"
 #include "storage/db/db.h"
 #include "storage/fetch.h"
@@ -27,6 +28,17 @@ struct worker_revalidate {
 	                           pages_revalidate() after its answer */
 };
 
+/* The most dependencies one answer has prefetched (fcgi/pypi/prefetch.h). */
+#define WORKER_MAX_DEPS 16
+
+/* The projects a wheel's metadata requires, noted when it is answered,
+ * whose pages are prefetched once the answer is out (prefetch_run()). */
+struct worker_deps {
+	int index;              /* the index the client asked, -1: none */
+	size_t n;
+	char name[WORKER_MAX_DEPS][NAMES_MAX_PROJECT + 1]; /* normalised */
+};
+
 struct worker {
 	const struct conf *conf;
 	struct db *db;          /* opened in this process, after fork */
@@ -35,6 +47,10 @@ struct worker {
 	struct conn *current;   /* the one whose request is being answered */
 	struct worker_hint hint;
 	struct worker_revalidate revalidate;
+	struct worker_deps deps;
+	int prefetching;        /* a prefetch's page fetch is under way: the
+	                           page it stores is marked as prefetched */
+	int prefetched;         /* pages that fetch stored */
 	/* per index: reading it needs a token (fcgi/access/auth.h), worked out
 	 * once, so that an anonymous index costs one look per request */
 	unsigned char read_token[CONF_MAX_INDEXES];

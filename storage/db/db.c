@@ -20,7 +20,7 @@
 #define STRINGIFY(x) STRINGIFY_(x)
 
 /* The schema this build reads and writes (PRAGMA user_version). */
-#define SCHEMA_VERSION 8
+#define SCHEMA_VERSION 9
 
 /* Every table as this version has it. Run under one write lock taken up
  * front: a deferred transaction that reads the schema and then wants to
@@ -34,6 +34,7 @@ static const char schema[] =
 	"  json_sha TEXT NOT NULL, html_sha TEXT NOT NULL,"
 	"  held INTEGER NOT NULL DEFAULT 0,"
 	"  project_status TEXT NOT NULL DEFAULT '',"
+	"  prefetched_at INTEGER NOT NULL DEFAULT 0,"
 	"  PRIMARY KEY (idx, project));"
 	"CREATE TABLE IF NOT EXISTS files ("
 	"  idx TEXT NOT NULL, sha256 TEXT NOT NULL, filename TEXT NOT NULL,"
@@ -107,7 +108,7 @@ static const char from_v0[] =
 	"ALTER TABLE flights ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';"
 	"ALTER TABLE outcomes ADD COLUMN at INTEGER NOT NULL DEFAULT 0;";
 
-/* The columns schemas 5 to 8 added to tables that were there before,
+/* The columns schemas 5 to 9 added to tables that were there before,
  * each added where it is missing, then what fills it in (or NULL). A store
  * from before meta_prov recorded metadata larder made from unverified
  * bytes (range reads, an upstream .metadata no page vouched for) as if
@@ -118,6 +119,7 @@ static const struct {
 } added_cols[] = {
 	{"pages", "held", "INTEGER NOT NULL DEFAULT 0", NULL},
 	{"pages", "project_status", "TEXT NOT NULL DEFAULT ''", NULL},
+	{"pages", "prefetched_at", "INTEGER NOT NULL DEFAULT 0", NULL},
 	{"files", "project", "TEXT NOT NULL DEFAULT ''", NULL},
 	{"files", "upload_time", "INTEGER NOT NULL DEFAULT -1", NULL},
 	{"files", "provenance", "TEXT NOT NULL DEFAULT ''", NULL},
@@ -128,20 +130,31 @@ static const struct {
 
 static const char *const sql[S_COUNT] = {
 	[S_PAGE_GET] = "SELECT status, etag, last_modified, fetched_at, ttl,"
-		       " json_sha, html_sha, held, project_status FROM pages"
+		       " json_sha, html_sha, held, project_status,"
+		       " prefetched_at FROM pages"
 		       " WHERE idx = ?1 AND project = ?2",
-	[S_PAGE_PUT] = "INSERT OR REPLACE INTO pages VALUES"
-		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	/* by name: a migrated table has its columns in the order they were
+	 * added */
+	[S_PAGE_PUT] = "INSERT OR REPLACE INTO pages (idx, project, status,"
+		       " etag, last_modified, fetched_at, ttl, json_sha,"
+		       " html_sha, held, project_status, prefetched_at) VALUES"
+		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 	[S_PAGE_UNVALIDATE] = "UPDATE pages SET etag = '', last_modified = ''"
 			      " WHERE idx = ?1 AND project = ?2",
 	[S_PAGE_TOUCH] = "UPDATE pages SET fetched_at = ?3, ttl = ?4"
 			 " WHERE idx = ?1 AND project = ?2",
 	[S_PAGE_ALL] = "SELECT idx, project, status, etag, last_modified,"
 		       " fetched_at, ttl, json_sha, html_sha, held,"
-		       " project_status FROM pages",
+		       " project_status, prefetched_at FROM pages",
 	[S_PAGE_DELETE] = "DELETE FROM pages WHERE idx = ?1 AND project = ?2",
 	[S_PAGE_COUNT_PREFIX] = "SELECT count(*) FROM pages WHERE idx = ?1"
 				" AND substr(project, 1, length(?2)) = ?2",
+	[S_PAGE_PREFETCH_USED] = "UPDATE pages SET prefetched_at = 0"
+				 " WHERE idx = ?1 AND project = ?2"
+				 " AND prefetched_at != 0",
+	[S_PAGE_PREFETCH_UNUSED] = "SELECT count(*) FROM pages"
+				   " WHERE prefetched_at != 0"
+				   " AND prefetched_at < ?1",
 	[S_CHECK] = "PRAGMA quick_check",
 	/* a metadata hash learnt after the fact (db_file_set_meta) stays
 	 * while the page still says the same of the metadata, and so does
@@ -388,7 +401,7 @@ static int schema_up(struct db *db)
 		if (v == 0 && has_table(db, "flights") &&
 		    sqlite3_exec(db->conn, from_v0, NULL, NULL, NULL) != SQLITE_OK)
 			break;
-		if (v < 8 && add_columns(db))
+		if (v < 9 && add_columns(db))
 			break;
 		if (sqlite3_exec(db->conn, schema, NULL, NULL, NULL) != SQLITE_OK ||
 		    sqlite3_exec(db->conn, "PRAGMA user_version = "

@@ -40,6 +40,8 @@ struct db_page {
 	                             being too new (min_release_age) */
 	char project_status[16];  /* PEP 792: "" (active), "archived",
 	                             "quarantined", "deprecated" */
+	long long prefetched_at;  /* unix seconds a prefetch fetched it, no
+	                             client having asked since; 0: none */
 };
 
 struct db_file {
@@ -110,6 +112,17 @@ int db_page_each(struct db *db,
  * *n. Returns 0 or EIO. */
 int db_page_count_prefix(struct db *db, const char *index, const char *prefix,
 			 long *n);
+
+/* A client asked for the page of (index, project): clears the mark a
+ * prefetch left on it. Returns 0 when this call cleared it (so counts the
+ * prefetch as used, once, whichever process asks first), ENOENT when
+ * there was none, or EIO. */
+int db_page_prefetch_used(struct db *db, const char *index,
+			  const char *project);
+
+/* Counts into *n the pages a prefetch fetched before unix time before that
+ * no client has asked for since. Returns 0 or EIO. */
+int db_page_prefetch_unused(struct db *db, long long before, long *n);
 
 /* Forgets a page; the next request fetches it again. Returns 0 or EIO. */
 int db_page_delete(struct db *db, const char *index, const char *project);

@@ -31,6 +31,7 @@ int db_page_get(struct db *db, const char *index, const char *project,
 	db_text(st, 6, p->html_sha, sizeof(p->html_sha));
 	p->held = (long)sqlite3_column_int64(st, 7);
 	db_text(st, 8, p->project_status, sizeof(p->project_status));
+	p->prefetched_at = sqlite3_column_int64(st, 9);
 	sqlite3_reset(st);
 	return 0;
 }
@@ -51,7 +52,36 @@ int db_page_put(struct db *db, const char *index, const char *project,
 	BIND_TEXT(st, 9, p->html_sha);
 	sqlite3_bind_int64(st, 10, p->held);
 	BIND_TEXT(st, 11, p->project_status);
+	sqlite3_bind_int64(st, 12, p->prefetched_at);
 	return db_run(db, st, "page put");
+}
+
+int db_page_prefetch_used(struct db *db, const char *index,
+			  const char *project)
+{
+	sqlite3_stmt *st = db_stmt(db, S_PAGE_PREFETCH_USED);
+	int err;
+
+	BIND_TEXT(st, 1, index);
+	BIND_TEXT(st, 2, project);
+	err = db_run(db, st, "page prefetch used");
+	if (err)
+		return err;
+	return sqlite3_changes(db->conn) > 0 ? 0 : ENOENT;
+}
+
+int db_page_prefetch_unused(struct db *db, long long before, long *n)
+{
+	sqlite3_stmt *st = db_stmt(db, S_PAGE_PREFETCH_UNUSED);
+	int err;
+
+	sqlite3_bind_int64(st, 1, before);
+	err = db_row(db, st, "page prefetch unused");
+	if (err)
+		return err;
+	*n = (long)sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return 0;
 }
 
 int db_page_count_prefix(struct db *db, const char *index, const char *prefix,
@@ -127,6 +157,7 @@ int db_page_each(struct db *db,
 		pr->p.held = (long)sqlite3_column_int64(st, 9);
 		db_text(st, 10, pr->p.project_status,
 			sizeof(pr->p.project_status));
+		pr->p.prefetched_at = sqlite3_column_int64(st, 11);
 		if (!pr->index || !pr->project) {
 			err = ENOMEM;
 			break;

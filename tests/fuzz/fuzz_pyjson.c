@@ -1,5 +1,5 @@
-/* libFuzzer target: core metadata of any shape walks (coremeta_each) and
- * renders into a JSON API document that is valid UTF-8 JSON text, or an
+/* libFuzzer target: core metadata of any shape walks (coremeta_each,
+ * coremeta_requires) and renders into a JSON API document that is valid UTF-8 JSON text, or an
  * error; the first line of the input as a version is read and ordered
  * against 1.0 both ways round consistently (pep440). */
 #include "config.h"
@@ -11,6 +11,7 @@
 
 #include "common/dist/coremeta.h"
 #include "common/dist/pep440.h"
+#include "common/names.h"
 #include "common/json.h"
 #include "common/pypi/pyjson.h"
 
@@ -77,6 +78,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		abort();
 	if (!rc && body > n)
 		abort();
+	{
+		/* the prefetch's reading of Requires-Dist: within its cap,
+		 * every name normalised */
+		char names[COREMETA_MAX_REQUIRES][NAMES_MAX_PROJECT + 1], nm[
+			NAMES_MAX_PROJECT + 1];
+		size_t nn = 99;
+
+		rc = coremeta_requires((const char *)d, n, names,
+				       COREMETA_MAX_REQUIRES, &nn);
+		if ((rc && rc != EINVAL && rc != ENOMEM) ||
+		    nn > COREMETA_MAX_REQUIRES)
+			abort();
+		for (size_t i = 0; i < nn; i++)
+			if (names_normalize(names[i], nm, sizeof(nm)) ||
+			    strcmp(nm, names[i]) != 0)
+				abort();
+	}
 	buf_init(&b, 1 << 24);
 	rc = pyjson_render(&page, "p", &j, 0, &o, &b);
 	if (rc == 0) {

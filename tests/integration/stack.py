@@ -374,9 +374,10 @@ def larder_conf(data_dir, upstream_port, cache_ttl=300, max_stale=86400, extra=N
     the index trusts (a trusted host name without a port means the
     scheme's default)."""
     # Tests count upstream requests, and a prefetch is one nobody asked
-    # for, made after the answer: off here, on in the test of it
-    # (test_cold.py) and as shipped.
-    keys = {"cache_ttl": cache_ttl, "max_stale": max_stale, "prefetch_metadata": "no"}
+    # for, made after the answer: off here, on in the tests of them
+    # (test_cold.py, test_prefetch.py) and as shipped.
+    keys = {"cache_ttl": cache_ttl, "max_stale": max_stale, "prefetch_metadata": "no",
+            "prefetch_max": 0}
     keys.update(extra or {})
     return LARDER_CONF.format(
         data_dir=data_dir, upstream_port=upstream_port,

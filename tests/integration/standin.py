@@ -76,8 +76,9 @@ rule that applies wins. Kinds and their parameters:
                 stream of "size" (64 MiB) zero bytes, as "content_type"
 Files and pages take every kind; a page under a body fault is sent (and
 spoilt) even to a request whose If-None-Match matches. GET /_counters adds
-"ranges" ({file name: requests with a Range header}) and "faults" (how often
-each rule applied).
+"ranges" ({file name: requests with a Range header}), "faults" (how often
+each rule applied) and "pages_peak" (the most /simple/ requests it was
+answering at once, "delay" included, since the last reset).
 
 Run: python3 standin.py --wheels DIR --port P --files-port Q
         [--files-host localhost] [--public-files-port R] [--html-only]
@@ -343,6 +344,8 @@ class State:
             self.not_modified = 0
             self.ranges = {}
             self.fired = [0] * len(self.faults)
+            self.pages_now = 0
+            self.pages_peak = 0
 
     def count(self, table, key):
         with self.lock:
@@ -359,6 +362,7 @@ class State:
                 "not_modified": self.not_modified,
                 "ranges": dict(self.ranges),
                 "faults": list(self.fired),
+                "pages_peak": self.pages_peak,
             }
 
     def control(self, body):
@@ -619,6 +623,20 @@ class IndexHandler(_Handler):
             self._send(405, b"method not allowed\n", headers={"Allow": "GET, HEAD"})
 
     def _page(self, head):
+        if not urlsplit(self.path).path.startswith("/simple"):
+            self._page_answer(head)
+            return
+        state = self.app.state
+        with state.lock:
+            state.pages_now += 1
+            state.pages_peak = max(state.pages_peak, state.pages_now)
+        try:
+            self._page_answer(head)
+        finally:
+            with state.lock:
+                state.pages_now -= 1
+
+    def _page_answer(self, head):
         split = urlsplit(self.path)
         path = split.path
         query = ("?" + split.query) if split.query else ""

@@ -364,6 +364,21 @@ T(count_good_and_bad)
 	          "at least 1");
 	CHECK_CONTAINS(fails_larder("workers", "many"),
 	               "workers = \"many\": expected a whole number");
+	/* prefetch slots: 0 (off) to 64, 4 by default */
+	CHECK_INT(parse_larder(&c, "workers", "1"), 0);
+	CHECK_INT(c.prefetch_max, 4);
+	conf_free(&c);
+	CHECK_INT(parse_larder(&c, "prefetch_max", "0"), 0);
+	CHECK_INT(c.prefetch_max, 0);
+	conf_free(&c);
+	CHECK_INT(parse_larder(&c, "prefetch_max", "64"), 0);
+	CHECK_INT(c.prefetch_max, 64);
+	conf_free(&c);
+	CHECK_STR(fails_larder("prefetch_max", "65"),
+	          "larder.conf:2: prefetch_max = \"65\": expected a whole "
+	          "number from 0 to 64");
+	CHECK_CONTAINS(fails_larder("prefetch_max", "-1"),
+	               "expected a whole number");
 }
 
 T(enum_good_and_bad)

@@ -297,8 +297,47 @@ T(each)
 	CHECK_INT(body, 0);
 }
 
+T(requires)
+{
+	char names[4][NAMES_MAX_PROJECT + 1];
+	size_t n = 99;
+	const char *s = "Metadata-Version: 2.1\n"
+	                "Name: a\n"
+	                "Version: 1\n"
+	                "Requires-Dist: Larder_Demo.B>=1.0\n"
+	                "requires-dist: c[x,y] (>=2); python_version < \"3.8\"\n"
+	                "Requires-Dist: d; extra == \"x\"\n"
+	                "Requires-Dist: e ; sys_platform == 'win32' and "
+	                "extra=='t'\n"
+	                "Requires-Dist: f; platform_machine == \"extra\"\n"
+	                "Requires-Dist: g @ https://example.com/g.whl\n"
+	                "Requires-Dist: larder-demo-b\n"
+	                "Requires-Dist: -bad\n"
+	                "Requires-Dist: extras_lib; os_name == 'posix'\n"
+	                "Requires-Dist: h\n"
+	                "Requires-Dist: i\n"
+	                "\n"
+	                "Requires-Dist: body\n";
+
+	CHECK_INT(coremeta_requires(s, strlen(s), names, 4, &n), 0);
+	CHECK_INT(n, 4);
+	CHECK_STR(names[0], "larder-demo-b");
+	CHECK_STR(names[1], "c");
+	/* "extra" in quotes is a value, not the variable */
+	CHECK_STR(names[2], "f");
+	CHECK_STR(names[3], "extras-lib");
+	/* the cap */
+	CHECK_INT(coremeta_requires(s, strlen(s), names, 1, &n), 0);
+	CHECK_INT(n, 1);
+	CHECK_INT(coremeta_requires("Name: a\n", 8, names, 4, &n), 0);
+	CHECK_INT(n, 0);
+	CHECK_INT(coremeta_requires("Requires-Dist: a\0", 17, names, 4, &n),
+		  EINVAL);
+}
+
 int main(void)
 {
+	RUN(requires);
 	RUN(each);
 	RUN(headers);
 	RUN(bad_headers);

@@ -322,6 +322,37 @@ T(schema_2_upgrades)
 		CHECK_INT((int)seen.ok_at, 5);
 	}
 	db_close(db);
+	/* schema 8 had pages without prefetched_at, which 9 added */
+	CHECK_INT(sqlite3_open(path, &raw), SQLITE_OK);
+	CHECK_INT(sqlite3_exec(raw, "ALTER TABLE pages DROP COLUMN "
+			       "prefetched_at; PRAGMA user_version = 8", NULL,
+			       NULL, NULL), SQLITE_OK);
+	sqlite3_close(raw);
+	CHECK_INT(db_open(dir, &db), 0);
+	CHECK_INT(db_page_get(db, "pypi", "six", &got), 0);
+	CHECK_INT(got.held, 3);
+	CHECK_INT((int)got.prefetched_at, 0);
+	{
+		long n = -1;
+
+		/* a prefetched page, not yet asked for: unused once it is
+		 * older than the cut; a client's first request clears the
+		 * mark, once */
+		p.prefetched_at = 1000;
+		CHECK_INT(db_page_put(db, "pypi", "six", &p), 0);
+		CHECK_INT(db_page_get(db, "pypi", "six", &got), 0);
+		CHECK_INT((int)got.prefetched_at, 1000);
+		CHECK_INT(got.held, 3);
+		CHECK_INT(db_page_prefetch_unused(db, 1000, &n), 0);
+		CHECK_INT(n, 0);
+		CHECK_INT(db_page_prefetch_unused(db, 1001, &n), 0);
+		CHECK_INT(n, 1);
+		CHECK_INT(db_page_prefetch_used(db, "pypi", "six"), 0);
+		CHECK_INT(db_page_prefetch_used(db, "pypi", "six"), ENOENT);
+		CHECK_INT(db_page_prefetch_unused(db, 1001, &n), 0);
+		CHECK_INT(n, 0);
+	}
+	db_close(db);
 	remove_db(dir);
 }
 
