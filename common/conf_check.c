@@ -211,13 +211,18 @@ int conf_check_registries(struct conf_parser *p)
 
 		snprintf(p->where, sizeof(p->where),
 		         "[registry \"%s\"]: ", r->name);
-		if (!r->upstream)
+		if (r->type == CONF_REGISTRY_CACHE && !r->upstream)
 			return conf_fail(
 			    p, line,
 			    "%sregistry %s has no upstream (expected "
 			    "the URL of the registry it caches, like "
 			    "upstream = https://registry-1.docker.io)",
 			    p->where, r->name);
+		if (r->type == CONF_REGISTRY_HOSTED && r->upstream)
+			return conf_fail(p, registry_key_line(p, i, "upstream"),
+			                 "%sa hosted registry has no upstream "
+			                 "(images are pushed to it)",
+			                 p->where);
 		/* the token service wants both or neither */
 		if (!*r->username != !*r->password_file) {
 			set = *r->username ? "username" : "password_file";

@@ -144,9 +144,15 @@ int conf_dump(const struct conf *c, struct buf *out)
 		const struct conf_registry *r = &c->registry[j];
 
 		err = buf_addf(out, "\n[registry \"%s\"]\n", r->name);
-		for (size_t i = 0; i < CONF_NKEYS && !err; i++)
-			if (!strcmp(conf_keys[i].section, "registry"))
-				err = dump_key(out, r, &conf_keys[i]);
+		for (size_t i = 0; i < CONF_NKEYS && !err; i++) {
+			if (strcmp(conf_keys[i].section, "registry"))
+				continue;
+			/* a hosted registry has none */
+			if (r->type == CONF_REGISTRY_HOSTED &&
+			    !strcmp(conf_keys[i].name, "upstream"))
+				continue;
+			err = dump_key(out, r, &conf_keys[i]);
+		}
 	}
 	return err;
 }

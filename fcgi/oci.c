@@ -11,8 +11,11 @@
 #include "common/url.h"
 #include "common/oci_ref.h"
 #include "common/oci_tags.h"
+#include "common/token.h"
 #include "fcgi/fetcher.h"
 #include "fcgi/oci.h"
+#include "fcgi/oci_access.h"
+#include "fcgi/oci_push.h"
 #include "fcgi/oci_refs.h"
 #include "fcgi/send.h"
 #include "storage/blob.h"
@@ -536,6 +539,11 @@ void oci_serve(struct worker *w, struct req *r)
 
 	memset(&x, 0, sizeof(x));
 	req_header(r, "Docker-Distribution-API-Version", "registry/2.0");
+	/* uploads, and any method but GET and HEAD: the push side */
+	if (oci_push_claims(r->method, r->path)) {
+		oci_push_serve(w, r);
+		return;
+	}
 	oci_route_parse(r->method, r->path, &x.rt);
 	switch (x.rt.kind) {
 	case OCI_ERROR:
@@ -544,6 +552,8 @@ void oci_serve(struct worker *w, struct req *r)
 		fail(r, x.rt.status, x.rt.code, x.rt.reason);
 		return;
 	case OCI_BASE:
+		if (oci_access_base(w, r))
+			return;
 		req_header(r, "Cache-Control", "no-store");
 		req_reply(r, 200, OCI_JSON_TYPE, base, sizeof(base) - 1);
 		return;
@@ -557,6 +567,14 @@ void oci_serve(struct worker *w, struct req *r)
 	}
 	x.reg = &w->conf->registry[ri];
 	x.name = x.rt.name;
+	if (oci_access_allow(w, r, ri, rest, TOKEN_PULL))
+		return;
+	if (x.reg->read == CONF_READ_TOKEN)
+		r->private_index = 1; /* no shared cache keeps its answers */
+	if (x.reg->type == CONF_REGISTRY_HOSTED) {
+		oci_push_pull(w, r, ri, rest, &x.rt);
+		return;
+	}
 	if (oci_up_open(w, ri, rest, &x.up)) {
 		fail(r, 400, "NAME_INVALID", "name too long");
 		return;

@@ -20,7 +20,7 @@
 #define STRINGIFY(x) STRINGIFY_(x)
 
 /* The schema this build reads and writes (PRAGMA user_version). */
-#define SCHEMA_VERSION 8
+#define SCHEMA_VERSION 9
 
 /* Every table as this version has it. Run under one write lock taken up
  * front: a deferred transaction that reads the schema and then wants to
@@ -69,6 +69,12 @@ static const char schema[] =
 	"  size INTEGER NOT NULL,"
 	"  PRIMARY KEY (registry, name, sha256));"
 	"CREATE INDEX IF NOT EXISTS oci_blobs_sha ON oci_blobs (sha256);"
+	/* a hosted registry's blob upload sessions: the temp file in DATA/tmp
+	 * holds the bytes so far (schema 9) */
+	"CREATE TABLE IF NOT EXISTS oci_uploads ("
+	"  id TEXT PRIMARY KEY, registry TEXT NOT NULL, name TEXT NOT NULL,"
+	"  tmp TEXT NOT NULL, size INTEGER NOT NULL,"
+	"  touched INTEGER NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS oci_tokens ("
 	"  registry TEXT NOT NULL, scope TEXT NOT NULL, value TEXT NOT NULL,"
 	"  expires_at INTEGER NOT NULL,"
@@ -223,6 +229,20 @@ static const char *const sql[S_COUNT] = {
 			    " (?1, ?2, ?3, ?4)",
 	[S_OCI_TOKEN_DELETE] = "DELETE FROM oci_tokens"
 			       " WHERE registry = ?1 AND scope = ?2",
+	[S_OCI_UPLOAD_PUT] = "INSERT INTO oci_uploads VALUES"
+			     " (?1, ?2, ?3, ?4, ?5, ?6)",
+	[S_OCI_UPLOAD_GET] = "SELECT registry, name, tmp, size, touched"
+			     " FROM oci_uploads WHERE id = ?1",
+	[S_OCI_UPLOAD_SIZE] = "UPDATE oci_uploads SET size = ?2, touched = ?3"
+			      " WHERE id = ?1",
+	[S_OCI_UPLOAD_DELETE] = "DELETE FROM oci_uploads WHERE id = ?1",
+	[S_OCI_UPLOAD_EXPIRED] = "SELECT id, registry, name, tmp, size,"
+				 " touched FROM oci_uploads"
+				 " WHERE touched < ?1 LIMIT 64",
+	/* a hosted repository's tags: what is neither a digest nor a list */
+	[S_OCI_TAGS] = "SELECT ref FROM oci_refs WHERE registry = ?1"
+		       " AND name = ?2 AND status = 200 AND ref NOT LIKE '%:%'"
+		       " AND ref NOT LIKE '/%' ORDER BY ref",
 	/* a row's size only grows: a page's .gz copy made after its blob
 	 * was recorded (storage/blob.h) is counted from then on */
 	[S_BLOB_ADD] = "INSERT INTO blobs VALUES (?1, ?2, ?3)"

@@ -26,6 +26,8 @@
 
 #include <stddef.h>
 
+#include "common/buf.h"
+
 struct db;
 
 struct db_page {
@@ -302,6 +304,39 @@ int db_oci_blob_get(struct db *db, const char *registry, const char *name,
  * 0 (it was), ENOENT, or EIO. */
 int db_oci_blob_known(struct db *db, const char *registry,
 		      const char *sha256);
+
+/* A hosted registry's blob upload session. */
+struct db_oci_upload {
+	char id[33];              /* hex, the URL's session id */
+	char registry[101];
+	char name[256];           /* the repository inside the registry */
+	char tmp[4096];           /* its temp file, absolute */
+	long long size;           /* bytes received so far */
+	long long touched;        /* unix seconds of its last request */
+};
+
+/* Stores a new session. Returns 0 or EIO. */
+int db_oci_upload_put(struct db *db, const struct db_oci_upload *u);
+
+/* Reads session id. Returns 0, ENOENT, or EIO. */
+int db_oci_upload_get(struct db *db, const char *id, struct db_oci_upload *u);
+
+/* Records that session id holds size bytes as of now. Returns 0 or EIO. */
+int db_oci_upload_size(struct db *db, const char *id, long long size,
+                       long long now);
+
+/* Forgets session id. Returns 0 or EIO. */
+int db_oci_upload_delete(struct db *db, const char *id);
+
+/* Reads up to max sessions untouched since before into u; *n says how
+ * many. Returns 0 or EIO. */
+int db_oci_upload_expired(struct db *db, long long before,
+                          struct db_oci_upload *u, size_t max, size_t *n);
+
+/* Appends to out the JSON array of a hosted repository's tags, sorted
+ * (["a","b"]). Returns 0, ENOMEM, or EIO. */
+int db_oci_tags(struct db *db, const char *registry, const char *name,
+                struct buf *out);
 
 /* Reads the token for (registry, scope) and when it expires. Returns 0,
  * ENOENT, or EIO. */

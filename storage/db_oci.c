@@ -3,6 +3,9 @@
 
 #include <errno.h>
 
+#include <stdio.h>
+
+#include "common/json.h"
 #include "storage/db_sql.h"
 
 int db_oci_ref_get(struct db *db, const char *registry, const char *name,
@@ -136,4 +139,108 @@ int db_oci_token_delete(struct db *db, const char *registry, const char *scope)
 	BIND_TEXT(st, 1, registry);
 	BIND_TEXT(st, 2, scope);
 	return db_run(db, st, "oci token delete");
+}
+
+/* Reads a row of oci_uploads (id, registry, name, tmp, size, touched)
+ * whose columns start at first. */
+static void upload_row(sqlite3_stmt *st, int first, struct db_oci_upload *u)
+{
+	db_text(st, first, u->registry, sizeof(u->registry));
+	db_text(st, first + 1, u->name, sizeof(u->name));
+	db_text(st, first + 2, u->tmp, sizeof(u->tmp));
+	u->size = sqlite3_column_int64(st, first + 3);
+	u->touched = sqlite3_column_int64(st, first + 4);
+}
+
+int db_oci_upload_put(struct db *db, const struct db_oci_upload *u)
+{
+	sqlite3_stmt *st = db_stmt(db, S_OCI_UPLOAD_PUT);
+
+	BIND_TEXT(st, 1, u->id);
+	BIND_TEXT(st, 2, u->registry);
+	BIND_TEXT(st, 3, u->name);
+	BIND_TEXT(st, 4, u->tmp);
+	sqlite3_bind_int64(st, 5, u->size);
+	sqlite3_bind_int64(st, 6, u->touched);
+	return db_run(db, st, "oci upload put");
+}
+
+int db_oci_upload_get(struct db *db, const char *id, struct db_oci_upload *u)
+{
+	sqlite3_stmt *st = db_stmt(db, S_OCI_UPLOAD_GET);
+	int err;
+
+	BIND_TEXT(st, 1, id);
+	err = db_row(db, st, "oci upload get");
+	if (err)
+		return err;
+	snprintf(u->id, sizeof(u->id), "%s", id);
+	upload_row(st, 0, u);
+	sqlite3_reset(st);
+	return 0;
+}
+
+int db_oci_upload_size(struct db *db, const char *id, long long size,
+                       long long now)
+{
+	sqlite3_stmt *st = db_stmt(db, S_OCI_UPLOAD_SIZE);
+
+	BIND_TEXT(st, 1, id);
+	sqlite3_bind_int64(st, 2, size);
+	sqlite3_bind_int64(st, 3, now);
+	return db_run(db, st, "oci upload size");
+}
+
+int db_oci_upload_delete(struct db *db, const char *id)
+{
+	sqlite3_stmt *st = db_stmt(db, S_OCI_UPLOAD_DELETE);
+
+	BIND_TEXT(st, 1, id);
+	return db_run(db, st, "oci upload delete");
+}
+
+int db_oci_upload_expired(struct db *db, long long before,
+                          struct db_oci_upload *u, size_t max, size_t *n)
+{
+	sqlite3_stmt *st = db_stmt(db, S_OCI_UPLOAD_EXPIRED);
+	int rc = SQLITE_DONE;
+
+	*n = 0;
+	sqlite3_bind_int64(st, 1, before);
+	while (*n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		db_text(st, 0, u[*n].id, sizeof(u[*n].id));
+		upload_row(st, 1, &u[*n]);
+		(*n)++;
+	}
+	if (*n < max && rc != SQLITE_DONE) {
+		sqlite3_reset(st);
+		return db_fail(db, "oci upload expired");
+	}
+	sqlite3_reset(st);
+	return 0;
+}
+
+int db_oci_tags(struct db *db, const char *registry, const char *name,
+                struct buf *out)
+{
+	sqlite3_stmt *st = db_stmt(db, S_OCI_TAGS);
+	int rc = SQLITE_DONE, err = 0, first = 1;
+
+	BIND_TEXT(st, 1, registry);
+	BIND_TEXT(st, 2, name);
+	if (buf_adds(out, "["))
+		err = ENOMEM;
+	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if ((!first && buf_adds(out, ",")) ||
+		    json_put_string(out,
+		                    (const char *)sqlite3_column_text(st, 0)))
+			err = ENOMEM;
+		first = 0;
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = db_fail(db, "oci tags");
+	sqlite3_reset(st);
+	if (!err && buf_adds(out, "]"))
+		err = ENOMEM;
+	return err;
 }

@@ -1565,8 +1565,8 @@ T(registry_unknown_keys)
 	CHECK_STR(fails("[registry \"r\"]\ndefualt = yes\n"),
 	          "larder.conf:2: unknown key \"defualt\" in [registry \"r\"] "
 	          "(did you mean default?)");
-	CHECK_STR(fails("[registry \"r\"]\ntype = cache\n"),
-	          "larder.conf:2: unknown key \"type\" in [registry \"r\"] (it "
+	CHECK_STR(fails("[registry \"r\"]\nlayers = a\n"),
+	          "larder.conf:2: unknown key \"layers\" in [registry \"r\"] (it "
 	          "belongs in [index \"NAME\"] sections)");
 	CHECK_STR(fails("[registry \"r\"]\nworkers = 2\n"),
 	          "larder.conf:2: unknown key \"workers\" in [registry \"r\"] "
@@ -1581,6 +1581,39 @@ T(registry_unknown_keys)
 	    fails("[index \"p\"]\ntype = cache\nusername = x\n"),
 	    "larder.conf:3: unknown key \"username\" in [index \"p\"] (it "
 	    "belongs in [registry \"NAME\"] sections)");
+}
+
+static void round_trip(const struct conf *c);
+
+/* type = hosted: no upstream, pushes; read, upload_ttl, max_upload_size. */
+T(registry_hosted)
+{
+	struct conf c;
+
+	CHECK_INT(parse(&c, "[registry \"mine\"]\ntype = hosted\n"
+	                    "read = token\nupload_ttl = 10m\n"
+	                    "max_upload_size = 64M\n"),
+	          0);
+	CHECK_INT(c.registry[0].type, CONF_REGISTRY_HOSTED);
+	CHECK_INT(c.registry[0].read, CONF_READ_TOKEN);
+	CHECK_INT((int)c.registry[0].upload_ttl, 600);
+	CHECK_INT((int)(c.registry[0].max_upload_size >> 20), 64);
+	round_trip(&c);
+	conf_free(&c);
+	CHECK_INT(parse(&c, "[registry \"r\"]\nupstream = https://r/\n"), 0);
+	CHECK_INT(c.registry[0].type, CONF_REGISTRY_CACHE);
+	CHECK_INT(c.registry[0].read, CONF_READ_ANONYMOUS);
+	conf_free(&c);
+	CHECK_STR(fails("[registry \"r\"]\ntype = hosted\n"
+	                "upstream = https://r/\n"),
+	          "larder.conf:3: [registry \"r\"]: a hosted registry has no "
+	          "upstream (images are pushed to it)");
+	CHECK_CONTAINS(fails("[registry \"r\"]\ntype = cache\n"),
+	               "registry r has no upstream");
+	CHECK_CONTAINS(fails("[registry \"r\"]\ntype = virtual\n"),
+	               "larder.conf:2:");
+	CHECK_CONTAINS(fails("[registry \"r\"]\ntype = hosted\nread = some\n"),
+	               "larder.conf:3:");
 }
 
 T(registry_failed_parse_changes_nothing)
@@ -1705,7 +1738,14 @@ static void round_trip(const struct conf *c)
 		const struct conf_registry *y = &d.registry[i];
 
 		CHECK_STR(y->name, x->name);
-		CHECK_STR(y->upstream, shown_url(x->upstream));
+		if (x->upstream)
+			CHECK_STR(y->upstream, shown_url(x->upstream));
+		else
+			CHECK_INT(y->upstream == NULL, 1);
+		CHECK_INT(y->type, x->type);
+		CHECK_INT(y->read, x->read);
+		CHECK_INT(y->upload_ttl, x->upload_ttl);
+		CHECK_INT(y->max_upload_size, x->max_upload_size);
 		CHECK_INT(y->cache_ttl, x->cache_ttl);
 		CHECK_INT(y->max_stale, x->max_stale);
 		CHECK_STR(y->trusted_hosts, x->trusted_hosts);
@@ -2494,6 +2534,7 @@ int main(void)
 	RUN(registry_names);
 	RUN(registry_duplicates_and_limits);
 	RUN(registry_unknown_keys);
+	RUN(registry_hosted);
 	RUN(registry_failed_parse_changes_nothing);
 	RUN(failed_parse_changes_nothing);
 	RUN(small_or_missing_err_buffer);

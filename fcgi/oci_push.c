@@ -1,0 +1,694 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+
+#include "common/hex.h"
+#include "common/json.h"
+#include "common/oci_manifest.h"
+#include "common/oci_tags.h"
+#include "common/sha256.h"
+#include "common/token.h"
+#include "fcgi/oci_access.h"
+#include "fcgi/oci_push.h"
+#include "fcgi/oci_refs.h"
+#include "fcgi/send.h"
+#include "storage/blob.h"
+#include "storage/db.h"
+
+/* A stored manifest is fresh this long: forever, as far as a row goes. */
+#define HOSTED_TTL (100L * 365 * 86400)
+
+/* One push request. */
+struct push {
+	struct worker *w;
+	struct req *r;
+	int ri;
+	const struct conf_registry *reg;
+	const char *repo;               /* the name inside the registry */
+	struct oci_push_route rt;
+};
+
+static void fail(struct req *r, int status, const char *code,
+                 const char *message)
+{
+	struct buf b;
+
+	if (r->started) {
+		req_abort(r);
+		return;
+	}
+	buf_init(&b, 4096);
+	if (oci_error_body(&b, code, message)) {
+		buf_free(&b);
+		req_error(r, status, message);
+		return;
+	}
+	req_header(r, "Cache-Control", "no-store");
+	req_reply(r, status, OCI_JSON_TYPE, b.data, b.len);
+	buf_free(&b);
+}
+
+/* The registry of a name, as the pull side picks it (fcgi/oci.c): its
+ * first component when a registry has that name and more follows, else
+ * the default registry; *rest is the name inside it. */
+static int pick(const struct conf *c, const char *name, const char **rest)
+{
+	const char *slash = strchr(name, '/');
+	int ri = slash ? conf_registry_find(c, name, (size_t)(slash - name))
+	               : -1;
+
+	if (ri >= 0) {
+		*rest = slash + 1;
+		return ri;
+	}
+	*rest = name;
+	return conf_registry_default(c);
+}
+
+/* Adds the Location of a session and its Range ("0-LAST"). */
+static void session_headers(struct push *p, const char *id, long long size)
+{
+	req_header(p->r, "Location", "%s/v2/%s/blobs/uploads/%s", p->r->mount,
+	           p->rt.name, id);
+	req_header(p->r, "Docker-Upload-UUID", "%s", id);
+	req_header(p->r, "Range", "0-%lld", size > 0 ? size - 1 : 0);
+}
+
+/* Answers 201 for blob hex, now in the repository. */
+static void blob_created(struct push *p, const char *hex)
+{
+	req_header(p->r, "Location", "%s/v2/%s/blobs/sha256:%s", p->r->mount,
+	           p->rt.name, hex);
+	req_header(p->r, "Docker-Content-Digest", "sha256:%s", hex);
+	req_header(p->r, "Content-Length", "0");
+	req_start(p->r, 201);
+}
+
+/* Appends the request body to fd from offset off; no more than max bytes
+ * may the file hold, nor, when want >= 0, other than want body bytes come.
+ * *got says how many came. Returns 0, EFBIG (over max), ERANGE (more or
+ * fewer than want), EPIPE (the client went away) or EIO. */
+static int take_body(struct req *r, int fd, long long off, long long max,
+                     long long want, long long *got)
+{
+	char buf[1 << 16];
+	ssize_t n, wr;
+
+	*got = 0;
+	for (;;) {
+		n = req_read_body(r, buf, sizeof(buf));
+		if (n < 0)
+			return EPIPE;
+		if (n == 0)
+			break;
+		if (off + *got + n > max)
+			return EFBIG;
+		if (want >= 0 && *got + n > want)
+			return ERANGE;
+		for (ssize_t o = 0; o < n; o += wr) {
+			wr = pwrite(fd, buf + o, (size_t)(n - o),
+			            off + *got + o);
+			if (wr <= 0)
+				return EIO;
+		}
+		*got += n;
+	}
+	return want >= 0 && *got != want ? ERANGE : 0;
+}
+
+/* Answers a take_body() failure. */
+static void body_failed(struct req *r, int rc, long long max)
+{
+	char why[128];
+
+	switch (rc) {
+	case EFBIG:
+		snprintf(why, sizeof(why),
+		         "blob over the registry's max_upload_size (%lld "
+		         "bytes)", max);
+		fail(r, 413, "SIZE_INVALID", why);
+		break;
+	case ERANGE:
+		fail(r, 400, "SIZE_INVALID",
+		     "the body is not as long as Content-Range or "
+		     "Content-Length says");
+		break;
+	case EPIPE:
+		fail(r, 400, "BLOB_UPLOAD_INVALID", "the body was cut short");
+		break;
+	default:
+		fail(r, 500, "UNKNOWN", "cannot write the upload");
+		break;
+	}
+}
+
+/* Reads the digest query parameter into hex: sha256 only. Returns 0,
+ * ENOENT when absent, or EINVAL (answered). */
+static int digest_param(struct push *p, char hex[65])
+{
+	char d[OCI_MAX_DIGEST + 1];
+	int rc = oci_query_value(p->r->query, "digest", d, sizeof(d));
+
+	if (rc == ENOENT)
+		return ENOENT;
+	if (rc || oci_digest_check(d, strlen(d)) ||
+	    strncmp(d, "sha256:", 7) != 0) {
+		fail(p->r, 400, "DIGEST_INVALID",
+		     rc || oci_digest_check(d, strlen(d)) == EINVAL
+		         ? "invalid digest"
+		         : "only sha256 digests are stored");
+		return EINVAL;
+	}
+	memcpy(hex, d + 7, 65);
+	return 0;
+}
+
+/* Stores the n bytes of fd as blob hex of the repository. Returns 0, or
+ * EINVAL (answered DIGEST_INVALID) or EIO (answered). */
+static int commit_fd(struct push *p, int fd, long long n, const char *hex)
+{
+	int rc = blob_put_fd(p->w->conf->data_dir, fd, hex);
+
+	if (rc == EINVAL) {
+		fail(p->r, 400, "DIGEST_INVALID",
+		     "the content does not match the digest");
+		return EINVAL;
+	}
+	if (rc || db_oci_blob_put(p->w->db, p->reg->name, p->repo, hex, n)) {
+		fail(p->r, 500, "UNKNOWN", "cannot store the blob");
+		return EIO;
+	}
+	return 0;
+}
+
+/* Forgets sessions untouched for upload_ttl and removes their files. */
+static void expire_sessions(struct worker *w)
+{
+	struct db_oci_upload old[16];
+	long ttl = 3600;
+	size_t n = 0;
+
+	for (size_t i = 0; i < w->conf->nregistry; i++)
+		if (w->conf->registry[i].type == CONF_REGISTRY_HOSTED &&
+		    w->conf->registry[i].upload_ttl > 0 &&
+		    w->conf->registry[i].upload_ttl < ttl)
+			ttl = w->conf->registry[i].upload_ttl;
+	if (db_oci_upload_expired(w->db, (long long)time(NULL) - ttl, old, 16,
+	                          &n))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		int ri = conf_registry_find(w->conf, old[i].registry,
+		                            strlen(old[i].registry));
+		long t = ri >= 0 ? w->conf->registry[ri].upload_ttl : 0;
+
+		if (old[i].touched >= (long long)time(NULL) - t)
+			continue;
+		if (db_oci_upload_delete(w->db, old[i].id) == 0)
+			unlink(old[i].tmp);
+	}
+}
+
+/* Starts a session: an empty temp file and its row. Answers 202. */
+static void start_session(struct push *p)
+{
+	struct db_oci_upload u;
+	unsigned char rnd[OCI_UPLOAD_ID_HEX / 2];
+	int fd;
+
+	expire_sessions(p->w);
+	memset(&u, 0, sizeof(u));
+	if (RAND_bytes(rnd, sizeof(rnd)) != 1) {
+		fail(p->r, 500, "UNKNOWN", "no random bytes");
+		return;
+	}
+	hex_encode(rnd, sizeof(rnd), u.id);
+	snprintf(u.registry, sizeof(u.registry), "%s", p->reg->name);
+	snprintf(u.name, sizeof(u.name), "%s", p->repo);
+	snprintf(u.tmp, sizeof(u.tmp), "%s/tmp/oci-upload-%s",
+	         p->w->conf->data_dir, u.id);
+	u.touched = (long long)time(NULL);
+	fd = open(u.tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		fail(p->r, 500, "UNKNOWN", "cannot make the upload's file");
+		return;
+	}
+	close(fd);
+	if (db_oci_upload_put(p->w->db, &u)) {
+		unlink(u.tmp);
+		fail(p->r, 500, "UNKNOWN", "cannot record the upload");
+		return;
+	}
+	session_headers(p, u.id, 0);
+	req_header(p->r, "Content-Length", "0");
+	req_start(p->r, 202);
+}
+
+/* POST .../blobs/uploads/: a mount, a whole blob, or a new session. */
+static void start(struct push *p)
+{
+	char from[OCI_MAX_NAME + 1], mount[OCI_MAX_DIGEST + 1], hex[65];
+	char tmp[4096];
+	const char *from_repo;
+	long long size, got;
+	int rc, fd;
+
+	if (oci_query_value(p->r->query, "mount", mount, sizeof(mount)) ==
+	        0 &&
+	    oci_query_value(p->r->query, "from", from, sizeof(from)) == 0 &&
+	    oci_name_valid(from, strlen(from)) &&
+	    strncmp(mount, "sha256:", 7) == 0 &&
+	    oci_digest_check(mount, strlen(mount)) == 0 &&
+	    pick(p->w->conf, from, &from_repo) == p->ri &&
+	    oci_access_may(p->w, p->r, p->ri, from_repo, TOKEN_PULL) == 0 &&
+	    db_oci_blob_get(p->w->db, p->reg->name, from_repo, mount + 7,
+	                    &size) == 0 &&
+	    send_stored(p->w, mount + 7)) {
+		if (db_oci_blob_put(p->w->db, p->reg->name, p->repo, mount + 7,
+		                    size)) {
+			fail(p->r, 500, "UNKNOWN", "cannot record the blob");
+			return;
+		}
+		blob_created(p, mount + 7);
+		return;
+	}
+	rc = digest_param(p, hex);
+	if (rc == EINVAL)
+		return;
+	if (rc == ENOENT) {
+		start_session(p);
+		return;
+	}
+	/* the whole blob in one request */
+	rc = blob_tmp(p->w->conf->data_dir, tmp, sizeof(tmp), &fd);
+	if (rc) {
+		fail(p->r, 500, "UNKNOWN", "cannot make a temp file");
+		return;
+	}
+	rc = take_body(p->r, fd, 0, p->reg->max_upload_size, -1, &got);
+	if (rc)
+		body_failed(p->r, rc, p->reg->max_upload_size);
+	else if (!commit_fd(p, fd, got, hex))
+		blob_created(p, hex);
+	close(fd);
+	unlink(tmp);
+}
+
+/* PATCH, PUT, GET and DELETE of a session. */
+static void session(struct push *p)
+{
+	const char *method = p->r->method, *cr;
+	struct db_oci_upload u;
+	long long from = 0, to = 0, want = -1, got = 0;
+	char hex[65];
+	int rc, fd, finish = !strcmp(method, "PUT");
+
+	rc = db_oci_upload_get(p->w->db, p->rt.ref, &u);
+	if (rc == 0 && (strcmp(u.registry, p->reg->name) ||
+	                strcmp(u.name, p->repo)))
+		rc = ENOENT; /* another repository's: not this one's to use */
+	if (rc == 0 &&
+	    u.touched < (long long)time(NULL) - p->reg->upload_ttl)
+		rc = ENOENT;
+	if (rc) {
+		fail(p->r, rc == ENOENT ? 404 : 500,
+		     rc == ENOENT ? "BLOB_UPLOAD_UNKNOWN" : "UNKNOWN",
+		     rc == ENOENT ? "no such upload session"
+		                  : "cannot read the upload");
+		return;
+	}
+	if (!strcmp(method, "GET")) {
+		session_headers(p, u.id, u.size);
+		req_header(p->r, "Content-Length", "0");
+		req_start(p->r, 204);
+		return;
+	}
+	if (!strcmp(method, "DELETE")) {
+		if (db_oci_upload_delete(p->w->db, u.id)) {
+			fail(p->r, 500, "UNKNOWN", "cannot forget the upload");
+			return;
+		}
+		unlink(u.tmp);
+		req_header(p->r, "Content-Length", "0");
+		req_start(p->r, 204);
+		return;
+	}
+	if (finish && digest_param(p, hex)) {
+		if (!p->r->started)
+			fail(p->r, 400, "DIGEST_INVALID",
+			     "PUT needs ?digest=");
+		return;
+	}
+	cr = req_env(p->r, "HTTP_CONTENT_RANGE");
+	if (cr && *cr) {
+		if (oci_content_range(cr, &from, &to)) {
+			fail(p->r, 400, "BLOB_UPLOAD_INVALID",
+			     "Content-Range must be FROM-TO");
+			return;
+		}
+		if (from != u.size) {
+			session_headers(p, u.id, u.size);
+			fail(p->r, 416, "BLOB_UPLOAD_INVALID",
+			     "the chunk does not start where the upload "
+			     "ends");
+			return;
+		}
+		want = to - from + 1;
+	}
+	fd = open(u.tmp, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		fail(p->r, 404, "BLOB_UPLOAD_UNKNOWN",
+		     "the upload's file is gone");
+		return;
+	}
+	/* what a failed request left past the recorded size goes */
+	if (ftruncate(fd, u.size)) {
+		close(fd);
+		fail(p->r, 500, "UNKNOWN", "cannot write the upload");
+		return;
+	}
+	rc = take_body(p->r, fd, u.size, p->reg->max_upload_size, want, &got);
+	if (rc) {
+		if (ftruncate(fd, u.size)) {
+			/* the recorded size stands; the next request cuts */
+		}
+		close(fd);
+		body_failed(p->r, rc, p->reg->max_upload_size);
+		return;
+	}
+	if (!finish) {
+		close(fd);
+		if (db_oci_upload_size(p->w->db, u.id, u.size + got,
+		                       (long long)time(NULL))) {
+			fail(p->r, 500, "UNKNOWN", "cannot record the upload");
+			return;
+		}
+		session_headers(p, u.id, u.size + got);
+		req_header(p->r, "Content-Length", "0");
+		req_start(p->r, 202);
+		return;
+	}
+	rc = commit_fd(p, fd, u.size + got, hex);
+	if (rc) {
+		/* the session stays as it was before this request */
+		if (ftruncate(fd, u.size)) {
+		}
+		close(fd);
+		return;
+	}
+	close(fd);
+	db_oci_upload_delete(p->w->db, u.id);
+	unlink(u.tmp);
+	blob_created(p, hex);
+}
+
+/* Whether the repository holds what descriptor d names: a blob, or for
+ * an index's child a manifest. */
+static int holds(struct push *p, const struct oci_descriptor *d, int child)
+{
+	struct db_oci_ref row;
+	long long size;
+
+	if (strncmp(d->digest, "sha256:", 7) != 0)
+		return 0;
+	if (child)
+		return db_oci_ref_get(p->w->db, p->reg->name, p->repo,
+		                      d->digest, &row) == 0 &&
+		       row.status == 200;
+	return db_oci_blob_get(p->w->db, p->reg->name, p->repo, d->digest + 7,
+	                       &size) == 0;
+}
+
+/* PUT .../manifests/<ref>. */
+static void manifest_put(struct push *p)
+{
+	const char *ctype = req_env(p->r, "CONTENT_TYPE");
+	long long max = p->reg->max_upload_size < OCI_MAX_MANIFEST
+	                    ? p->reg->max_upload_size
+	                    : OCI_MAX_MANIFEST;
+	char err[512], sha[65], why[700];
+	struct oci_manifest m;
+	struct db_oci_ref row;
+	struct buf body;
+	char chunk[1 << 14];
+	ssize_t n;
+	int rc;
+
+	buf_init(&body, (size_t)max);
+	for (;;) {
+		n = req_read_body(p->r, chunk, sizeof(chunk));
+		if (n <= 0)
+			break;
+		if ((long long)body.len + n > max) {
+			n = -2;
+			break;
+		}
+		if (buf_add(&body, chunk, (size_t)n)) {
+			n = -3;
+			break;
+		}
+	}
+	if (n < 0) {
+		buf_free(&body);
+		if (n == -2)
+			fail(p->r, 413, "SIZE_INVALID",
+			     "manifest over the size limit");
+		else
+			fail(p->r, 400, "MANIFEST_INVALID",
+			     "the body was cut short");
+		return;
+	}
+	rc = oci_manifest_parse(body.data, body.len, ctype, &m, err,
+	                        sizeof(err));
+	if (rc) {
+		buf_free(&body);
+		snprintf(why, sizeof(why), "invalid manifest: %s",
+		         rc == EFBIG ? "too big" : err);
+		fail(p->r, rc == EFBIG ? 413 : 400,
+		     rc == EFBIG ? "SIZE_INVALID" : "MANIFEST_INVALID", why);
+		return;
+	}
+	if (ctype && *ctype && oci_media_of(ctype) != m.media) {
+		oci_manifest_free(&m);
+		buf_free(&body);
+		fail(p->r, 400, "MANIFEST_INVALID",
+		     "Content-Type does not match the manifest's mediaType");
+		return;
+	}
+	rc = 0;
+	if (!m.is_index && *m.config.digest && !holds(p, &m.config, 0))
+		rc = -1;
+	for (size_t i = 0; !rc && i < m.n; i++)
+		if (!holds(p, &m.desc[i], m.is_index))
+			rc = -1;
+	if (rc) {
+		oci_manifest_free(&m);
+		buf_free(&body);
+		fail(p->r, 400, "MANIFEST_BLOB_UNKNOWN",
+		     "the manifest names a blob or manifest the repository "
+		     "does not hold");
+		return;
+	}
+	memset(&row, 0, sizeof(row));
+	snprintf(row.media_type, sizeof(row.media_type), "%s",
+	         oci_media_name(m.media));
+	oci_manifest_free(&m);
+	if (sha256_hex(body.data, body.len, sha) ||
+	    (p->rt.by_digest && strcmp(p->rt.ref + 7, sha) != 0)) {
+		buf_free(&body);
+		fail(p->r, 400, "DIGEST_INVALID",
+		     "the manifest does not match the digest");
+		return;
+	}
+	rc = blob_put(p->w->conf->data_dir, body.data, body.len, sha);
+	buf_free(&body);
+	row.status = 200;
+	snprintf(row.sha256, sizeof(row.sha256), "%s", sha);
+	row.fetched_at = (long long)time(NULL);
+	row.ttl = HOSTED_TTL;
+	snprintf(why, sizeof(why), "sha256:%s", sha);
+	if (rc || db_oci_ref_put(p->w->db, p->reg->name, p->repo, why, &row) ||
+	    (!p->rt.by_digest &&
+	     db_oci_ref_put(p->w->db, p->reg->name, p->repo, p->rt.ref, &row))) {
+		fail(p->r, 500, "UNKNOWN", "cannot store the manifest");
+		return;
+	}
+	req_header(p->r, "Location", "%s/v2/%s/manifests/sha256:%s",
+	           p->r->mount, p->rt.name, sha);
+	req_header(p->r, "Docker-Content-Digest", "sha256:%s", sha);
+	req_header(p->r, "Content-Length", "0");
+	req_start(p->r, 201);
+}
+
+void oci_push_serve(struct worker *w, struct req *r)
+{
+	struct push p;
+
+	memset(&p, 0, sizeof(p));
+	p.w = w;
+	p.r = r;
+	oci_push_route_parse(r->method, r->path, &p.rt);
+	if (p.rt.kind == OCI_PUSH_ERROR) {
+		if (p.rt.status == 405)
+			req_header(r, "Allow", "GET, HEAD, POST, PUT, PATCH, "
+			                       "DELETE");
+		fail(r, p.rt.status, p.rt.code, p.rt.reason);
+		return;
+	}
+	p.ri = pick(w->conf, p.rt.name, &p.repo);
+	if (p.ri < 0) {
+		fail(r, 404, "NAME_UNKNOWN", "no registry serves that name");
+		return;
+	}
+	p.reg = &w->conf->registry[p.ri];
+	if (p.reg->type != CONF_REGISTRY_HOSTED) {
+		fail(r, 405, "UNSUPPORTED",
+		     "this registry is a read-only cache");
+		return;
+	}
+	if (p.rt.kind == OCI_PUSH_DELETE_MANIFEST ||
+	    p.rt.kind == OCI_PUSH_DELETE_BLOB) {
+		fail(r, 405, "UNSUPPORTED", "deletes are not enabled");
+		return;
+	}
+	if (oci_access_allow(w, r, p.ri, p.repo, TOKEN_PUSH))
+		return;
+	switch (p.rt.kind) {
+	case OCI_PUSH_START:
+		start(&p);
+		break;
+	case OCI_PUSH_SESSION:
+		session(&p);
+		break;
+	case OCI_PUSH_MANIFEST:
+		manifest_put(&p);
+		break;
+	default:
+		fail(r, 405, "UNSUPPORTED", "no such endpoint");
+		break;
+	}
+}
+
+/* GET/HEAD of a pushed manifest. */
+static void pull_manifest(struct worker *w, struct req *r,
+                          const struct conf_registry *reg, const char *repo,
+                          const struct oci_route *rt)
+{
+	struct send_opts o = {.inline_under = 64 * 1024};
+	struct db_oci_ref row;
+
+	if (db_oci_ref_get(w->db, reg->name, repo, rt->ref, &row) ||
+	    row.status != 200 || !send_stored(w, row.sha256)) {
+		fail(r, 404, "MANIFEST_UNKNOWN", "unknown to the registry");
+		return;
+	}
+	o.content_type = row.media_type;
+	o.cache_control = rt->by_digest ? send_immutable(r) : "no-cache";
+	req_header(r, "Docker-Content-Digest", "sha256:%s", row.sha256);
+	if (send_blob(w, r, row.sha256, &o))
+		fail(r, 500, "UNKNOWN", "the stored manifest is missing");
+}
+
+static void pull_blob(struct worker *w, struct req *r,
+                      const struct conf_registry *reg, const char *repo,
+                      const struct oci_route *rt)
+{
+	struct send_opts o = {.content_type = "application/octet-stream",
+	                      .inline_under = 1};
+	long long size;
+
+	if (strncmp(rt->ref, "sha256:", 7) != 0 ||
+	    db_oci_blob_get(w->db, reg->name, repo, rt->ref + 7, &size) ||
+	    !send_stored(w, rt->ref + 7)) {
+		fail(r, 404, "BLOB_UNKNOWN", "unknown to the registry");
+		return;
+	}
+	o.cache_control = send_immutable(r);
+	o.size = size;
+	o.have_size = 1;
+	r->cache = "HIT";
+	req_header(r, "Docker-Content-Digest", "%s", rt->ref);
+	if (send_blob(w, r, rt->ref + 7, &o))
+		fail(r, 500, "UNKNOWN", "cannot read the stored blob");
+}
+
+static void pull_tags(struct worker *w, struct req *r,
+                      const struct conf_registry *reg, const char *repo,
+                      const struct oci_route *rt)
+{
+	char last[OCI_MAX_TAG + 1], err[200], next[OCI_MAX_TAG + 1];
+	struct oci_tags t = {0};
+	struct buf body, out;
+	long n;
+	int rc;
+
+	if (oci_tags_query(r->query, &n, last)) {
+		fail(r, 400, "PAGINATION_NUMBER_INVALID",
+		     "n must be a number and last a tag");
+		return;
+	}
+	buf_init(&body, 64 << 20);
+	buf_init(&out, 64 << 20);
+	rc = buf_adds(&body, "{\"name\":") || json_put_string(&body, rt->name) ||
+	     buf_adds(&body, ",\"tags\":") ? ENOMEM : 0;
+	if (!rc)
+		rc = db_oci_tags(w->db, reg->name, repo, &body);
+	if (!rc)
+		rc = buf_adds(&body, "}") ? ENOMEM : 0;
+	if (!rc && (n >= 0 || *last)) {
+		rc = oci_tags_add(&t, body.data, body.len, err, sizeof(err));
+		if (!rc)
+			rc = oci_tags_render(&t, last, n, &out, next);
+		oci_tags_free(&t);
+		if (!rc && *next)
+			req_header(r, "Link", "</v2/%s/tags/list?n=%ld&last=%s>; "
+			           "rel=\"next\"", rt->name, n, next);
+	} else if (!rc) {
+		rc = buf_add(&out, body.data, body.len) ? ENOMEM : 0;
+	}
+	buf_free(&body);
+	if (rc) {
+		buf_free(&out);
+		fail(r, 500, "UNKNOWN", "cannot list the tags");
+		return;
+	}
+	req_header(r, "Cache-Control", "no-cache");
+	req_reply(r, 200, OCI_JSON_TYPE, out.data, out.len);
+	buf_free(&out);
+}
+
+void oci_push_pull(struct worker *w, struct req *r, int ri, const char *repo,
+                   const struct oci_route *rt)
+{
+	static const char empty[] =
+	    "{\"schemaVersion\":2,\"mediaType\":"
+	    "\"application/vnd.oci.image.index.v1+json\",\"manifests\":[]}";
+	const struct conf_registry *reg = &w->conf->registry[ri];
+
+	switch (rt->kind) {
+	case OCI_MANIFEST:
+		pull_manifest(w, r, reg, repo, rt);
+		break;
+	case OCI_BLOB:
+		pull_blob(w, r, reg, repo, rt);
+		break;
+	case OCI_TAGS:
+		pull_tags(w, r, reg, repo, rt);
+		break;
+	case OCI_REFERRERS:
+		req_header(r, "Cache-Control", "no-cache");
+		req_reply(r, 200, OCI_INDEX_TYPE, empty, sizeof(empty) - 1);
+		break;
+	default:
+		fail(r, 404, "UNSUPPORTED", "no such endpoint");
+		break;
+	}
+}
