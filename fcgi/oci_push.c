@@ -592,6 +592,12 @@ static void pull_manifest(struct worker *w, struct req *r,
 	}
 	o.content_type = row.media_type;
 	o.cache_control = rt->by_digest ? send_immutable(r) : "no-cache";
+	/* nginx keeps a manifest by digest under its URL whatever the
+	 * method (conf/nginx.conf): never a HEAD's answer, which has no
+	 * body, for the GETs after it; a GET's only as the Cache-Control
+	 * allows (not a private registry's) */
+	if (r->head)
+		req_header(r, "X-Accel-Expires", "0");
 	req_header(r, "Docker-Content-Digest", "sha256:%s", row.sha256);
 	if (send_blob(w, r, row.sha256, &o))
 		fail(r, 500, "UNKNOWN", "the stored manifest is missing");

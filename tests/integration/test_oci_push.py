@@ -71,6 +71,11 @@ def errcode(r):
         return None
 
 
+def temps(st):
+    """The temp files in DATA/tmp."""
+    return [n for n in os.listdir(os.path.join(st.data_dir, "tmp")) if not n.startswith(".")]
+
+
 def snapshot(st):
     """What a refused request must not change: the store's files (blobs and
     temp files) and the registry rows."""
@@ -136,3 +141,285 @@ def test_skopeo_push_pull(stack, tmp_path):
     r = ociup.pull("%s/open/app:1.0" % host(st), out3)
     assert r.ok, r
     assert not compare_layouts(out3, img.layout)
+
+
+class Api:
+    """The push API from Python, through nginx, with a token."""
+
+    def __init__(self, st, tok):
+        self.st = st
+        self.auth = basic(tok) if tok else {}
+
+    def req(self, method, path, body=None, headers=None):
+        h = dict(self.auth)
+        h.update(headers or {})
+        return http(self.st.nginx.base + path, method=method, headers=h, body=body)
+
+    def start(self, repo):
+        r = self.req("POST", "/v2/%s/blobs/uploads/" % repo)
+        assert r.status == 202, (r, r.body)
+        loc = r.header("Location")
+        assert loc and loc.startswith("/v2/%s/blobs/uploads/" % repo), loc
+        assert r.header("Docker-Upload-UUID") == loc.rsplit("/", 1)[1]
+        return loc
+
+    def patch(self, loc, data, crange=None):
+        h = {"Content-Type": "application/octet-stream"}
+        if crange:
+            h["Content-Range"] = crange
+        return self.req("PATCH", loc, body=data, headers=h)
+
+    def blob(self, repo, data):
+        """A whole blob, POST ?digest=; returns its digest."""
+        d = "sha256:" + hashlib.sha256(data).hexdigest()
+        r = self.req("POST", "/v2/%s/blobs/uploads/?digest=%s" % (repo, d), body=data,
+                     headers={"Content-Type": "application/octet-stream"})
+        assert r.status == 201, (r, r.body)
+        return d
+
+    def manifest(self, repo, ref, body, media=OCI_MANIFEST):
+        return self.req("PUT", "/v2/%s/manifests/%s" % (repo, ref), body=body,
+                        headers={"Content-Type": media})
+
+
+def image_manifest(config, layers):
+    return canonical({
+        "schemaVersion": 2, "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": OCI_CONFIG, "digest": "sha256:" + hashlib.sha256(config).hexdigest(),
+                   "size": len(config)},
+        "layers": [{"mediaType": OCI_LAYER, "digest": "sha256:" + hashlib.sha256(l).hexdigest(),
+                    "size": len(l)} for l in layers]})
+
+
+def test_chunked_upload(stack):
+    """A session: chunks with Content-Range, a status GET, a streamed
+    chunk without Content-Range, the last one with PUT ?digest=; out of
+    order, overlapping, short and long chunks are refused (416, 400) and
+    leave the session as it was; a wrong digest stores nothing; DELETE
+    cancels and removes the temp file."""
+    st = stack
+    api = Api(st, token(st, "--registry", "open", "--actions", "pull,push"))
+    data = os.urandom(300 * KB + 17)
+    loc = api.start("open/team/chunky")
+    r = api.patch(loc, data[:100 * KB], "0-%d" % (100 * KB - 1))
+    assert r.status == 202, r.body
+    assert r.header("Range") == "0-%d" % (100 * KB - 1)
+    assert r.header("Location") == loc
+    before = snapshot(st)
+    for bad, status in (("%d-%d" % (100 * KB + 1, 100 * KB + 10), 416),   # a gap
+                        ("%d-%d" % (50 * KB, 150 * KB - 1), 416),         # overlap
+                        ("0-9", 416)):                                    # again
+        r = api.patch(loc, data[:100 * KB][:10] if bad == "0-9" else b"x" * 10, bad)
+        assert r.status == status, (bad, r, r.body)
+        assert errcode(r) == "BLOB_UPLOAD_INVALID"
+    # short and long chunks, and a malformed range
+    r = api.patch(loc, data[100 * KB:150 * KB], "%d-%d" % (100 * KB, 200 * KB - 1))
+    assert r.status == 400 and errcode(r) == "SIZE_INVALID", r.body
+    r = api.patch(loc, data[100 * KB:250 * KB], "%d-%d" % (100 * KB, 200 * KB - 1))
+    assert r.status == 400 and errcode(r) == "SIZE_INVALID", r.body
+    r = api.patch(loc, b"abc", "bytes=0-2")
+    assert r.status == 400, r.body
+    assert snapshot(st) == before
+    r = api.req("GET", loc)
+    assert r.status == 204 and r.header("Range") == "0-%d" % (100 * KB - 1)
+    # a streamed chunk (chunked transfer encoding, no Content-Range)
+    def gen():
+        for i in range(100 * KB, 200 * KB, 10 * KB):
+            yield data[i:i + 10 * KB]
+    r = api.patch(loc, gen())
+    assert r.status == 202, r.body
+    assert r.header("Range") == "0-%d" % (200 * KB - 1)
+    # a wrong digest: nothing stored, the session as it was
+    before = snapshot(st)
+    wrong = "sha256:" + hashlib.sha256(b"other").hexdigest()
+    r = api.req("PUT", loc + "?digest=" + wrong, body=data[200 * KB:],
+                headers={"Content-Range": "%d-%d" % (200 * KB, len(data) - 1)})
+    assert r.status == 400 and errcode(r) == "DIGEST_INVALID", r.body
+    assert snapshot(st) == before
+    # the right one
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    r = api.req("PUT", loc + "?digest=" + digest, body=data[200 * KB:],
+                headers={"Content-Range": "%d-%d" % (200 * KB, len(data) - 1)})
+    assert r.status == 201, r.body
+    assert r.header("Docker-Content-Digest") == digest
+    assert r.header("Location") == "/v2/open/team/chunky/blobs/" + digest
+    r = api.req("GET", "/v2/open/team/chunky/blobs/" + digest)
+    assert r.status == 200 and r.body == data
+    assert not temps(st)
+    # the session is gone
+    assert api.req("GET", loc).status == 404
+    # cancel
+    loc = api.start("open/team/chunky")
+    assert api.patch(loc, b"y" * 1000).status == 202
+    assert len(temps(st)) == 1
+    r = api.req("DELETE", loc)
+    assert r.status == 204
+    assert api.req("GET", loc).status == 404
+    assert not temps(st)
+
+
+def test_push_api(stack):
+    """Monolithic uploads, mounts, manifests by tag and digest, the tag
+    list; a manifest naming blobs the repository does not hold
+    (MANIFEST_BLOB_UNKNOWN), of another registry too; names and tags past
+    the spec's limits; bad JSON; the size limit."""
+    st = stack
+    tok = token(st, "--registry", "open", "--actions", "pull,push")
+    api = Api(st, tok)
+    config, layer = b'{"architecture":"amd64","os":"linux"}', os.urandom(5000)
+    cd = api.blob("open/a/one", config)
+    ld = api.blob("open/a/one", layer)
+    m = image_manifest(config, [layer])
+    md = "sha256:" + hashlib.sha256(m).hexdigest()
+    r = api.manifest("open/a/one", "v1", m)
+    assert r.status == 201, r.body
+    assert r.header("Docker-Content-Digest") == md
+    assert r.header("Location") == "/v2/open/a/one/manifests/" + md
+    r = api.req("GET", "/v2/open/a/one/manifests/v1", headers={"Accept": OCI_MANIFEST})
+    assert r.status == 200 and r.body == m
+    assert r.header("Content-Type") == OCI_MANIFEST
+    assert r.header("Docker-Content-Digest") == md
+    r = api.req("HEAD", "/v2/open/a/one/manifests/" + md)
+    assert r.status == 200 and r.header("Docker-Content-Digest") == md
+    assert api.manifest("open/a/one", md, m).status == 201
+    # a tag moves
+    layer2 = os.urandom(3000)
+    api.blob("open/a/one", layer2)
+    m2 = image_manifest(config, [layer2])
+    assert api.manifest("open/a/one", "v1", m2).status == 201
+    assert api.req("GET", "/v2/open/a/one/manifests/v1").body == m2
+    assert api.req("GET", "/v2/open/a/one/manifests/" + md).body == m
+    assert api.manifest("open/a/one", "v2", m2).status == 201
+    r = api.req("GET", "/v2/open/a/one/tags/list")
+    assert r.status == 200 and json.loads(r.body) == {"name": "open/a/one", "tags": ["v1", "v2"]}
+    r = api.req("GET", "/v2/open/a/one/tags/list?n=1")
+    assert json.loads(r.body)["tags"] == ["v1"] and "last=v1" in r.header("Link")
+    # mount: from a repository that has it (201), and from one that has not (202)
+    r = api.req("POST", "/v2/open/a/two/blobs/uploads/?mount=%s&from=open/a/one" % ld)
+    assert r.status == 201, r.body
+    assert r.header("Location") == "/v2/open/a/two/blobs/" + ld
+    assert api.req("HEAD", "/v2/open/a/two/blobs/" + ld).status == 200
+    r = api.req("POST", "/v2/open/a/two/blobs/uploads/?mount=%s&from=open/a/none" % ld)
+    assert r.status == 202 and "/blobs/uploads/" in r.header("Location")
+    api.req("DELETE", r.header("Location"))
+    before = snapshot(st)
+    # a manifest whose blobs the repository does not hold
+    r = api.manifest("open/a/three", "v1", m)
+    assert r.status == 400 and errcode(r) == "MANIFEST_BLOB_UNKNOWN", r.body
+    # nor does a blob of another registry count
+    other = Api(st, token(st, "--registry", "other", "--actions", "push"))
+    other.blob("other/a/three", config)
+    other.blob("other/a/three", layer)
+    before = snapshot(st)
+    r = api.manifest("open/a/three", "v1", m)
+    assert r.status == 400 and errcode(r) == "MANIFEST_BLOB_UNKNOWN", r.body
+    # a manifest that is no manifest, a digest that is not its own
+    r = api.manifest("open/a/one", "v3", b"{not json")
+    assert r.status == 400 and errcode(r) == "MANIFEST_INVALID"
+    r = api.manifest("open/a/one", "v3", m, media="application/vnd.oci.image.index.v1+json")
+    assert r.status == 400 and errcode(r) == "MANIFEST_INVALID"
+    r = api.manifest("open/a/one", "sha256:" + "0" * 64, m)
+    assert r.status == 400 and errcode(r) == "DIGEST_INVALID"
+    # a wrong digest on a monolithic upload
+    r = api.req("POST", "/v2/open/a/one/blobs/uploads/?digest=sha256:" + "1" * 64, body=b"abc")
+    assert r.status == 400 and errcode(r) == "DIGEST_INVALID"
+    # names and tags: at the limits, and past them
+    r = api.manifest("open/a/one", "t" * 129, m)
+    assert r.status == 400 and errcode(r) == "TAG_INVALID"
+    r = api.req("POST", "/v2/open/%s/blobs/uploads/" % ("n" * 256))
+    assert r.status == 400 and errcode(r) == "NAME_INVALID"
+    r = api.req("POST", "/v2/open/a/One/blobs/uploads/")
+    assert r.status == 400 and errcode(r) == "NAME_INVALID"
+    assert snapshot(st) == before
+    assert api.manifest("open/a/one", "t" * 128, m).status == 201
+
+
+def test_access(stack):
+    """No credentials: 401 with the Basic challenge; a wrong secret 401; a
+    token of another registry, without push, or for other repositories:
+    403 DENIED; a session of another repository is unknown; a blob over
+    max_upload_size is 413. None of them changes anything on disk."""
+    st = stack
+    push = Api(st, token(st, "--registry", "priv", "--actions", "pull,push",
+                         "--repositories", "team/*"))
+    loc = push.start("priv/team/x")
+    assert push.patch(loc, b"z" * 100).status == 202
+    before = snapshot(st)
+    for api, path, status in (
+            (Api(st, None), "/v2/priv/team/x/blobs/uploads/", 401),
+            (Api(st, "lt_0123456789abcdef_" + "0" * 64), "/v2/priv/team/x/blobs/uploads/", 401),
+            (Api(st, token(st, "--registry", "other", "--actions", "pull,push")),
+             "/v2/priv/team/x/blobs/uploads/", 403),
+            (Api(st, token(st, "--registry", "priv", "--actions", "pull")),
+             "/v2/priv/team/x/blobs/uploads/", 403),
+            (push, "/v2/priv/elsewhere/blobs/uploads/", 403)):
+        r = api.req("POST", path)
+        assert r.status == status, (path, r, r.body)
+        if status == 401:
+            assert errcode(r) == "UNAUTHORIZED"
+            assert r.header("WWW-Authenticate") == 'Basic realm="larder"'
+        else:
+            assert errcode(r) == "DENIED"
+    # pulls of a read = token registry need a token with pull
+    assert Api(st, None).req("GET", "/v2/priv/team/x/tags/list").status == 401
+    r = Api(st, token(st, "--registry", "priv", "--actions", "push")).req(
+        "GET", "/v2/priv/team/x/tags/list")
+    assert r.status == 403 and errcode(r) == "DENIED"
+    # the session, through another repository's URL
+    r = push.patch(loc.replace("/team/x/", "/team/y/"), b"w" * 10)
+    assert r.status == 404 and errcode(r) == "BLOB_UPLOAD_UNKNOWN"
+    r = push.req("PUT", loc.replace("/team/x/", "/team/y/") + "?digest=sha256:" + "2" * 64)
+    assert r.status == 404
+    # over max_upload_size (8M on priv): monolithic, then a chunk
+    big = b"\0" * (8 * MB + 1)
+    r = push.req("POST", "/v2/priv/team/x/blobs/uploads/?digest=sha256:" +
+                 hashlib.sha256(big).hexdigest(), body=big)
+    assert r.status == 413 and errcode(r) == "SIZE_INVALID"
+    r = push.patch(loc, big)
+    assert r.status == 413 and errcode(r) == "SIZE_INVALID"
+    # pushes to a cache registry: 405
+    r = push.req("POST", "/v2/hub/library/x/blobs/uploads/")
+    assert r.status in (404, 405)
+    assert snapshot(st) == before
+    r = push.req("GET", loc)
+    assert r.status == 204 and r.header("Range") == "0-99"
+
+
+def test_concurrent_pushes(stack, tmp_path):
+    """Ten skopeo pushes at once of images on one base layer store each
+    blob once: the store holds one file per distinct digest, and no temp
+    file is left."""
+    st = stack
+    tok = token(st, "--registry", "open", "--actions", "pull,push")
+    base = build_image(str(tmp_path / "base"), [512 * KB], seed="cbase")
+    imgs = [build_image(str(tmp_path / ("i%d" % i)), [20 * KB + i], base=base,
+                        seed="c%d" % i) for i in range(10)]
+    errors = []
+
+    def one(i):
+        try:
+            ociup.push(imgs[i].layout, "latest", "%s/open/c/app%d:1" % (host(st), i),
+                       creds="u:" + tok)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    digests = set()
+    for img in imgs:
+        digests.add(img.digest)
+        digests.update(img.blobs)
+    files = []
+    for root, _, names in os.walk(os.path.join(st.data_dir, "blobs")):
+        files += [n for n in names if not n.endswith(".gz")]
+    assert sorted(files) == sorted(d.split(":", 1)[1] for d in digests)
+    assert not temps(st)
+    for i in (0, 9):
+        out = str(tmp_path / ("back%d" % i))
+        r = ociup.pull("%s/open/c/app%d:1" % (host(st), i), out)
+        assert r.ok, r
+        assert not compare_layouts(out, imgs[i].layout)
