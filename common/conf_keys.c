@@ -413,11 +413,11 @@ const struct conf_key conf_keys[] = {
      .help = "How long a hosted registry keeps an unfinished blob upload "
              "after its last request; then the session is forgotten and "
              "its temporary file removed."},
-    {REGISTRY(max_upload_size), T_SIZE, "4G",
-     .help = "The largest blob or manifest a hosted registry takes in one "
-             "push; a bigger one is refused (413 SIZE_INVALID) and "
+    {REGISTRY(max_upload_size), T_SIZE, "1G",
+     .help = "The largest blob a hosted registry takes (a manifest: at "
+             "most 4M); a bigger one is refused (413 SIZE_INVALID) and "
              "nothing is stored. The web server in front must not limit "
-             "request bodies below it."},
+             "request bodies below it: the shipped configs allow 1G."},
 };
 
 #undef LARDER

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import threading
@@ -332,6 +333,12 @@ def test_push_api(stack):
     assert r.status == 400 and errcode(r) == "NAME_INVALID"
     assert snapshot(st) == before
     assert api.manifest("open/a/one", "t" * 128, m).status == 201
+    # a manifest of 3 MB by digest: through nginx's manifest location
+    fat = json.loads(m)
+    fat["annotations"] = {"x%d" % i: "a" * 1000 for i in range(3000)}
+    fat = canonical(fat)
+    r = api.manifest("open/a/one", "sha256:" + hashlib.sha256(fat).hexdigest(), fat)
+    assert r.status == 201, (r, r.body[:300])
 
 
 def test_access(stack):
@@ -423,3 +430,67 @@ def test_concurrent_pushes(stack, tmp_path):
         r = ociup.pull("%s/open/c/app%d:1" % (host(st), i), out)
         assert r.ok, r
         assert not compare_layouts(out, imgs[i].layout)
+
+
+PODMAN = shutil.which("podman")
+
+
+@pytest.mark.skipif(not PODMAN, reason="podman is not installed (apt-get install podman)")
+def test_podman_push_pull(stack, tmp_path):
+    """podman (vfs storage, as root) logs in, pushes an image it pulled
+    from an OCI layout, and pulls it back from larder with the same
+    digest."""
+    st = stack
+    tok = token(st, "--registry", "open", "--actions", "pull,push")
+    img = build_image(str(tmp_path / "img"), [64 * KB], seed="podman", tag="1")
+    root = str(tmp_path / "podman")
+    env = stackmod.clean_env({"HOME": root, "XDG_RUNTIME_DIR": root,
+                              "REGISTRY_AUTH_FILE": os.path.join(root, "auth.json")})
+    base = [PODMAN, "--storage-driver", "vfs", "--root", os.path.join(root, "storage"),
+            "--runroot", os.path.join(root, "run")]
+    ref = "%s/open/podman/app:1" % host(st)
+
+    def run(*args):
+        p = subprocess.run(base + list(args), capture_output=True, env=env, timeout=300)
+        assert p.returncode == 0, (args, p.stderr.decode()[-2000:])
+        return p.stdout.decode()
+
+    run("login", "--tls-verify=false", "-u", "__token__", "-p", tok, host(st))
+    iid = run("pull", "-q", "oci:%s:1" % img.layout).split()[-1]
+    run("tag", iid, ref)
+    run("push", "--tls-verify=false", ref)
+    run("rmi", "-a", "-f")
+    run("pull", "--tls-verify=false", ref)
+    out = run("images", "--format", "{{.Repository}}:{{.Tag}}")
+    assert ref in out
+
+
+def test_lighttpd_round_trip(tmp_path):
+    """A skopeo push and pull back through the shipped lighttpd.conf
+    (FastCGI, streamed request bodies)."""
+    import frontends
+    why = frontends.missing_reason("lighttpd-fcgi") or ociup.missing_reason()
+    if why:
+        pytest.skip(why)
+    workdir = frontends.new_workdir("larder-push-fe-")
+    fe = frontends.make_frontend("lighttpd-fcgi", os.path.join(workdir, "fe"),
+                                 stackmod.free_port(), larder_extra_text=EXTRA)
+    try:
+        fe.start()
+        assert http(fe.base + "/v2/").status == 401
+        p = subprocess.run([stackmod.larder_bin(), "token", "add", "--registry", "open",
+                            "--actions", "pull,push", "-c", fe.larder_conf],
+                           capture_output=True, env=stackmod.clean_env(), timeout=30)
+        assert p.returncode == 0, p.stderr.decode()
+        tok = p.stdout.decode().strip()
+        frontends._chown_tree(fe.data_dir, fe.ids)
+        img = build_image(str(tmp_path / "img"), [4 * KB, 1 * MB], seed="lighttpd", tag="1")
+        ref = "127.0.0.1:%d/open/fe/app:1" % fe.port
+        ociup.push(img.layout, "1", ref, creds="__token__:" + tok)
+        out = str(tmp_path / "back")
+        r = ociup.pull(ref, out)
+        assert r.ok, r
+        assert not compare_layouts(out, img.layout)
+    finally:
+        fe.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
