@@ -434,7 +434,8 @@ static void manifest_put(struct push *p)
 	long long max = p->reg->max_upload_size < OCI_MAX_MANIFEST
 	                    ? p->reg->max_upload_size
 	                    : OCI_MAX_MANIFEST;
-	char err[512], sha[65], why[700];
+	char err[512], sha[65], why[700], subject[OCI_MAX_DIGEST + 1] = "";
+	char atype[OCI_MAX_MEDIA_TYPE + 1], refers[2 * OCI_MAX_DIGEST + 16];
 	struct oci_manifest m;
 	struct db_oci_ref row;
 	struct buf body;
@@ -500,6 +501,12 @@ static void manifest_put(struct push *p)
 	memset(&row, 0, sizeof(row));
 	snprintf(row.media_type, sizeof(row.media_type), "%s",
 	         oci_media_name(m.media));
+	/* what the referrers API lists it as: its artifactType, else its
+	 * config's media type */
+	snprintf(atype, sizeof(atype), "%s",
+	         *m.artifact_type ? m.artifact_type : m.config.media_type);
+	if (strncmp(m.subject.digest, "sha256:", 7) == 0)
+		snprintf(subject, sizeof(subject), "%s", m.subject.digest);
 	oci_manifest_free(&m);
 	if (sha256_hex(body.data, body.len, sha) ||
 	    (p->rt.by_digest && strcmp(p->rt.ref + 7, sha) != 0)) {
@@ -520,6 +527,20 @@ static void manifest_put(struct push *p)
 	     db_oci_ref_put(p->w->db, p->reg->name, p->repo, p->rt.ref, &row))) {
 		fail(p->r, 500, "UNKNOWN", "cannot store the manifest");
 		return;
+	}
+	if (*subject) {
+		/* a row per referrer: the referrers API lists them */
+		struct db_oci_ref ref = row;
+
+		snprintf(ref.etag, sizeof(ref.etag), "%s", atype);
+		snprintf(refers, sizeof(refers), "/refers/%s/sha256:%s",
+		         subject, sha);
+		if (db_oci_ref_put(p->w->db, p->reg->name, p->repo, refers,
+		                   &ref)) {
+			fail(p->r, 500, "UNKNOWN", "cannot store the manifest");
+			return;
+		}
+		req_header(p->r, "OCI-Subject", "%s", subject);
 	}
 	req_header(p->r, "Location", "%s/v2/%s/manifests/sha256:%s",
 	           p->r->mount, p->rt.name, sha);
@@ -671,12 +692,77 @@ static void pull_tags(struct worker *w, struct req *r,
 	buf_free(&out);
 }
 
+/* Builds the referrers index, one descriptor at a time. */
+struct refers_ctx {
+	struct worker *w;
+	const char *type;       /* the artifactType filter, "" none */
+	struct buf *out;
+	int n, err;
+};
+
+static void refers_one(const char *sha256, const char *media_type,
+                       const char *artifact_type, void *ctx)
+{
+	struct refers_ctx *c = ctx;
+	char path[4096];
+	struct stat st;
+
+	if ((*c->type && strcmp(c->type, artifact_type) != 0) || c->err)
+		return;
+	if (blob_path(c->w->conf->data_dir, sha256, path, sizeof(path)) ||
+	    stat(path, &st))
+		return; /* gone: not listed */
+	if ((c->n++ && buf_adds(c->out, ",")) ||
+	    buf_adds(c->out, "{\"mediaType\":") ||
+	    json_put_string(c->out, media_type) ||
+	    buf_addf(c->out, ",\"digest\":\"sha256:%s\",\"size\":%lld", sha256,
+	             (long long)st.st_size) ||
+	    (*artifact_type && (buf_adds(c->out, ",\"artifactType\":") ||
+	                        json_put_string(c->out, artifact_type))) ||
+	    buf_adds(c->out, "}"))
+		c->err = ENOMEM;
+}
+
+static void pull_referrers(struct worker *w, struct req *r,
+                           const struct conf_registry *reg, const char *repo,
+                           const struct oci_route *rt)
+{
+	char type[OCI_MAX_MEDIA_TYPE + 1], prefix[OCI_MAX_DIGEST + 16];
+	struct refers_ctx c = {.w = w, .type = type};
+	struct buf out;
+	int rc;
+
+	if (oci_referrers_query(r->query, type)) {
+		fail(r, 400, "UNSUPPORTED", "artifactType must be a media type");
+		return;
+	}
+	snprintf(prefix, sizeof(prefix), "/refers/%s/", rt->ref);
+	buf_init(&out, 16 << 20);
+	c.out = &out;
+	rc = buf_adds(&out, "{\"schemaVersion\":2,\"mediaType\":"
+	                    "\"" OCI_INDEX_TYPE "\",\"manifests\":[")
+	         ? ENOMEM
+	         : 0;
+	if (!rc)
+		rc = db_oci_refers(w->db, reg->name, repo, prefix, refers_one,
+		                   &c);
+	if (!rc)
+		rc = c.err ? c.err : buf_adds(&out, "]}") ? ENOMEM : 0;
+	if (rc) {
+		buf_free(&out);
+		fail(r, 500, "UNKNOWN", "cannot list the referrers");
+		return;
+	}
+	if (*type)
+		req_header(r, "OCI-Filters-Applied", "artifactType");
+	req_header(r, "Cache-Control", "no-cache");
+	req_reply(r, 200, OCI_INDEX_TYPE, out.data, out.len);
+	buf_free(&out);
+}
+
 void oci_push_pull(struct worker *w, struct req *r, int ri, const char *repo,
                    const struct oci_route *rt)
 {
-	static const char empty[] =
-	    "{\"schemaVersion\":2,\"mediaType\":"
-	    "\"application/vnd.oci.image.index.v1+json\",\"manifests\":[]}";
 	const struct conf_registry *reg = &w->conf->registry[ri];
 
 	switch (rt->kind) {
@@ -690,8 +776,7 @@ void oci_push_pull(struct worker *w, struct req *r, int ri, const char *repo,
 		pull_tags(w, r, reg, repo, rt);
 		break;
 	case OCI_REFERRERS:
-		req_header(r, "Cache-Control", "no-cache");
-		req_reply(r, 200, OCI_INDEX_TYPE, empty, sizeof(empty) - 1);
+		pull_referrers(w, r, reg, repo, rt);
 		break;
 	default:
 		fail(r, 404, "UNSUPPORTED", "no such endpoint");

@@ -243,6 +243,11 @@ static const char *const sql[S_COUNT] = {
 	[S_OCI_TAGS] = "SELECT ref FROM oci_refs WHERE registry = ?1"
 		       " AND name = ?2 AND status = 200 AND ref NOT LIKE '%:%'"
 		       " AND ref NOT LIKE '/%' ORDER BY ref",
+	/* a hosted repository's referrers of one subject: the rows
+	 * "/refers/<subject>/<digest>" */
+	[S_OCI_REFERS] = "SELECT sha256, media_type, etag FROM oci_refs"
+			 " WHERE registry = ?1 AND name = ?2"
+			 " AND substr(ref, 1, length(?3)) = ?3 ORDER BY ref",
 	/* a row's size only grows: a page's .gz copy made after its blob
 	 * was recorded (storage/blob.h) is counted from then on */
 	[S_BLOB_ADD] = "INSERT INTO blobs VALUES (?1, ?2, ?3)"

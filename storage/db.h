@@ -338,6 +338,16 @@ int db_oci_upload_expired(struct db *db, long long before,
 int db_oci_tags(struct db *db, const char *registry, const char *name,
                 struct buf *out);
 
+/* Calls fn with the manifest digest (hex), media type and artifact type
+ * of every reference row of (registry, name) whose ref starts with
+ * prefix, in ref order, after reading them all. Returns 0, ENOMEM, or
+ * EIO. */
+int db_oci_refers(struct db *db, const char *registry, const char *name,
+                  const char *prefix,
+                  void (*fn)(const char *sha256, const char *media_type,
+                             const char *artifact_type, void *ctx),
+                  void *ctx);
+
 /* Reads the token for (registry, scope) and when it expires. Returns 0,
  * ENOENT, or EIO. */
 int db_oci_token_get(struct db *db, const char *registry, const char *scope,

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 #include <stdio.h>
 
@@ -242,5 +243,40 @@ int db_oci_tags(struct db *db, const char *registry, const char *name,
 	sqlite3_reset(st);
 	if (!err && buf_adds(out, "]"))
 		err = ENOMEM;
+	return err;
+}
+
+int db_oci_refers(struct db *db, const char *registry, const char *name,
+                  const char *prefix,
+                  void (*fn)(const char *sha256, const char *media_type,
+                             const char *artifact_type, void *ctx),
+                  void *ctx)
+{
+	sqlite3_stmt *st = db_stmt(db, S_OCI_REFERS);
+	struct db_oci_ref *all = NULL, *grown;
+	size_t n = 0, cap = 0;
+	int err = 0, rc;
+
+	BIND_TEXT(st, 1, registry);
+	BIND_TEXT(st, 2, name);
+	BIND_TEXT(st, 3, prefix);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		grown = db_grow(all, &cap, n, sizeof(*all), 16);
+		if (!grown) {
+			err = ENOMEM;
+			break;
+		}
+		all = grown;
+		db_text(st, 0, all[n].sha256, sizeof(all[n].sha256));
+		db_text(st, 1, all[n].media_type, sizeof(all[n].media_type));
+		db_text(st, 2, all[n].etag, sizeof(all[n].etag));
+		n++;
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = db_fail(db, "oci refers");
+	sqlite3_reset(st);
+	for (size_t i = 0; !err && i < n; i++)
+		fn(all[i].sha256, all[i].media_type, all[i].etag, ctx);
+	free(all);
 	return err;
 }

@@ -341,6 +341,52 @@ def test_push_api(stack):
     assert r.status == 201, (r, r.body[:300])
 
 
+def test_referrers(stack):
+    """A manifest with a subject answers OCI-Subject and is listed by the
+    referrers API (artifactType filter applied by larder); a subject with
+    no referrers gets an empty index."""
+    st = stack
+    api = Api(st, token(st, "--registry", "open", "--actions", "pull,push"))
+    config, layer = b'{"os":"linux"}', os.urandom(2000)
+    api.blob("open/r", config)
+    api.blob("open/r", layer)
+    m = image_manifest(config, [layer])
+    md = "sha256:" + hashlib.sha256(m).hexdigest()
+    assert api.manifest("open/r", "1", m).status == 201
+    empty = b"{}"
+    api.blob("open/r", empty)
+    sigs = []
+    for atype in ("application/vnd.dev.cosign.artifact.sig.v1+json",
+                  "application/spdx+json"):
+        a = canonical({
+            "schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": atype,
+            "config": {"mediaType": "application/vnd.oci.empty.v1+json",
+                       "digest": "sha256:" + hashlib.sha256(empty).hexdigest(), "size": 2},
+            "layers": [{"mediaType": OCI_LAYER,
+                        "digest": "sha256:" + hashlib.sha256(layer).hexdigest(),
+                        "size": len(layer)}],
+            "subject": {"mediaType": OCI_MANIFEST, "digest": md, "size": len(m)}})
+        ad = "sha256:" + hashlib.sha256(a).hexdigest()
+        r = api.manifest("open/r", ad, a)
+        assert r.status == 201, r.body
+        assert r.header("OCI-Subject") == md
+        sigs.append((ad, atype, len(a)))
+    r = api.req("GET", "/v2/open/r/referrers/" + md)
+    assert r.status == 200, r.body
+    assert r.header("Content-Type") == "application/vnd.oci.image.index.v1+json"
+    got = json.loads(r.body)
+    assert got["schemaVersion"] == 2
+    assert sorted((d["digest"], d["artifactType"], d["size"]) for d in got["manifests"]) == \
+        sorted(sigs)
+    r = api.req("GET", "/v2/open/r/referrers/%s?artifactType=application%%2Fspdx%%2Bjson" % md)
+    assert r.header("OCI-Filters-Applied") == "artifactType"
+    assert [d["digest"] for d in json.loads(r.body)["manifests"]] == [sigs[1][0]]
+    r = api.req("GET", "/v2/open/r/referrers/sha256:" + "3" * 64)
+    assert r.status == 200 and json.loads(r.body)["manifests"] == []
+    # a referrer is no tag
+    assert json.loads(api.req("GET", "/v2/open/r/tags/list").body)["tags"] == ["1"]
+
+
 def test_access(stack):
     """No credentials: 401 with the Basic challenge; a wrong secret 401; a
     token of another registry, without push, or for other repositories:
