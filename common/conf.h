@@ -114,6 +114,8 @@ struct conf_registry {
 	long upload_ttl;        /* hosted: seconds an upload session lives
 	                           without a request */
 	long max_upload_size;   /* hosted: bytes of one blob or manifest */
+	int allow_delete;       /* hosted, 0/1: DELETE of manifests, tags and
+	                           blobs ("delete" in the file) */
 };
 
 struct conf {

@@ -418,6 +418,14 @@ const struct conf_key conf_keys[] = {
              "most 4M); a bigger one is refused (413 SIZE_INVALID) and "
              "nothing is stored. The web server in front must not limit "
              "request bodies below it: the shipped configs allow 1G."},
+    /* "delete" in the file; allow_delete in the struct */
+    {"registry", "delete", offsetof(struct conf_registry, allow_delete),
+     T_BOOL, "no",
+     .help = "Whether a hosted registry takes DELETE of a manifest (by "
+             "digest, with every tag that names it), of a tag, and of a "
+             "blob of a repository, by holders of a token with the delete "
+             "action. What nothing names any more is garbage for larder "
+             "gc. Off, a DELETE is a 405 UNSUPPORTED."},
 };
 
 #undef LARDER

@@ -161,7 +161,7 @@ void oci_push_route_parse(const char *method, const char *path,
 		return;
 	}
 	if (split(rest, n, &namelen, &kind, &kindlen, &ref, &reflen)) {
-		fail(r, 404, "NAME_UNKNOWN", "no such endpoint");
+		fail(r, 405, "UNSUPPORTED", "no such endpoint for this method");
 		return;
 	}
 	if (is(kind, kindlen, "manifests") &&

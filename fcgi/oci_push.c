@@ -549,6 +549,33 @@ static void manifest_put(struct push *p)
 	req_start(p->r, 201);
 }
 
+/* DELETE of a manifest by digest (with its tags), a tag, or a blob. What
+ * nothing names any more is left for the collector. */
+static void delete(struct push *p)
+{
+	int blob = p->rt.kind == OCI_PUSH_DELETE_BLOB, rc;
+
+	if (p->rt.by_digest && strncmp(p->rt.ref, "sha256:", 7) != 0) {
+		fail(p->r, 404, blob ? "BLOB_UNKNOWN" : "MANIFEST_UNKNOWN",
+		     "unknown to the registry");
+		return;
+	}
+	rc = db_oci_delete(p->w->db, p->reg->name, p->repo,
+	                   p->rt.by_digest ? NULL : p->rt.ref,
+	                   p->rt.by_digest ? p->rt.ref + 7 : NULL, blob);
+	if (rc == ENOENT) {
+		fail(p->r, 404, blob ? "BLOB_UNKNOWN" : "MANIFEST_UNKNOWN",
+		     "unknown to the registry");
+		return;
+	}
+	if (rc) {
+		fail(p->r, 500, "UNKNOWN", "cannot delete");
+		return;
+	}
+	req_header(p->r, "Content-Length", "0");
+	req_start(p->r, 202);
+}
+
 void oci_push_serve(struct worker *w, struct req *r)
 {
 	struct push p;
@@ -557,6 +584,17 @@ void oci_push_serve(struct worker *w, struct req *r)
 	p.w = w;
 	p.r = r;
 	oci_push_route_parse(r->method, r->path, &p.rt);
+	/* a cache registry takes no pushes, however they are spelled */
+	if (p.rt.kind == OCI_PUSH_ERROR && p.rt.name[0]) {
+		p.ri = pick(w->conf, p.rt.name, &p.repo);
+		if (p.ri >= 0 &&
+		    w->conf->registry[p.ri].type != CONF_REGISTRY_HOSTED) {
+			req_header(r, "Allow", "GET, HEAD");
+			fail(r, 405, "UNSUPPORTED",
+			     "this registry is a read-only cache");
+			return;
+		}
+	}
 	if (p.rt.kind == OCI_PUSH_ERROR) {
 		if (p.rt.status == 405)
 			req_header(r, "Allow", "GET, HEAD, POST, PUT, PATCH, "
@@ -571,13 +609,22 @@ void oci_push_serve(struct worker *w, struct req *r)
 	}
 	p.reg = &w->conf->registry[p.ri];
 	if (p.reg->type != CONF_REGISTRY_HOSTED) {
+		req_header(r, "Allow", "GET, HEAD");
 		fail(r, 405, "UNSUPPORTED",
 		     "this registry is a read-only cache");
 		return;
 	}
 	if (p.rt.kind == OCI_PUSH_DELETE_MANIFEST ||
 	    p.rt.kind == OCI_PUSH_DELETE_BLOB) {
-		fail(r, 405, "UNSUPPORTED", "deletes are not enabled");
+		if (!p.reg->allow_delete) {
+			fail(r, 405, "UNSUPPORTED",
+			     "deletes are off for this registry (delete = "
+			     "no)");
+			return;
+		}
+		if (oci_access_allow(w, r, p.ri, p.repo, TOKEN_DELETE))
+			return;
+		delete(&p);
 		return;
 	}
 	if (oci_access_allow(w, r, p.ri, p.repo, TOKEN_PUSH))

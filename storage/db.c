@@ -248,6 +248,15 @@ static const char *const sql[S_COUNT] = {
 	[S_OCI_REFERS] = "SELECT sha256, media_type, etag FROM oci_refs"
 			 " WHERE registry = ?1 AND name = ?2"
 			 " AND substr(ref, 1, length(?3)) = ?3 ORDER BY ref",
+	[S_OCI_REF_DELETE] = "DELETE FROM oci_refs WHERE registry = ?1"
+			     " AND name = ?2 AND ref = ?3",
+	/* a manifest, every tag that names it, and its place among its
+	 * subject's referrers */
+	[S_OCI_REF_DELETE_SHA] = "DELETE FROM oci_refs WHERE registry = ?1"
+				 " AND name = ?2 AND sha256 = ?3"
+				 " AND ref NOT LIKE '/tags/%'",
+	[S_OCI_BLOB_DELETE] = "DELETE FROM oci_blobs WHERE registry = ?1"
+			      " AND name = ?2 AND sha256 = ?3",
 	/* a row's size only grows: a page's .gz copy made after its blob
 	 * was recorded (storage/blob.h) is counted from then on */
 	[S_BLOB_ADD] = "INSERT INTO blobs VALUES (?1, ?2, ?3)"

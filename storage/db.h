@@ -348,6 +348,13 @@ int db_oci_refers(struct db *db, const char *registry, const char *name,
                              const char *artifact_type, void *ctx),
                   void *ctx);
 
+/* Deletes from (registry, name): ref (a tag; ref NULL: every row that
+ * names manifest sha256, its digest, tags and referrer rows), or, with
+ * blob set, the blob sha256. Returns 0, ENOENT when there was none, or
+ * EIO. */
+int db_oci_delete(struct db *db, const char *registry, const char *name,
+                  const char *ref, const char *sha256, int blob);
+
 /* Reads the token for (registry, scope) and when it expires. Returns 0,
  * ENOENT, or EIO. */
 int db_oci_token_get(struct db *db, const char *registry, const char *scope,

@@ -280,3 +280,20 @@ int db_oci_refers(struct db *db, const char *registry, const char *name,
 	free(all);
 	return err;
 }
+
+int db_oci_delete(struct db *db, const char *registry, const char *name,
+                  const char *ref, const char *sha256, int blob)
+{
+	sqlite3_stmt *st = db_stmt(db, blob  ? S_OCI_BLOB_DELETE
+	                               : ref ? S_OCI_REF_DELETE
+	                                     : S_OCI_REF_DELETE_SHA);
+	int err;
+
+	BIND_TEXT(st, 1, registry);
+	BIND_TEXT(st, 2, name);
+	BIND_TEXT(st, 3, ref && !blob ? ref : sha256);
+	err = db_run(db, st, "oci delete");
+	if (err)
+		return err;
+	return sqlite3_changes(db->conn) ? 0 : ENOENT;
+}

@@ -35,6 +35,7 @@ max_upload_size = 8M
 
 [registry "open"]
 type = hosted
+delete = yes
 
 [registry "other"]
 type = hosted
@@ -385,6 +386,44 @@ def test_referrers(stack):
     assert r.status == 200 and json.loads(r.body)["manifests"] == []
     # a referrer is no tag
     assert json.loads(api.req("GET", "/v2/open/r/tags/list").body)["tags"] == ["1"]
+
+
+def test_delete(stack):
+    """delete = yes: a tag, a manifest by digest (with the tags that name
+    it), a blob; a token without delete gets 403 DENIED, a registry with
+    delete = no 405 UNSUPPORTED, and what is not there 404."""
+    st = stack
+    api = Api(st, token(st, "--registry", "open", "--actions", "pull,push,delete"))
+    config, layer = b'{"os":"linux"}', os.urandom(2000)
+    api.blob("open/d", config)
+    ld = api.blob("open/d", layer)
+    m = image_manifest(config, [layer])
+    md = "sha256:" + hashlib.sha256(m).hexdigest()
+    for tag in ("a", "b", "c"):
+        assert api.manifest("open/d", tag, m).status == 201
+    nodel = Api(st, token(st, "--registry", "open", "--actions", "pull,push"))
+    before = snapshot(st)
+    r = nodel.req("DELETE", "/v2/open/d/manifests/a")
+    assert r.status == 403 and errcode(r) == "DENIED"
+    other = Api(st, token(st, "--registry", "other", "--actions", "pull,push,delete"))
+    r = other.req("DELETE", "/v2/other/d/manifests/a")
+    assert r.status == 405 and errcode(r) == "UNSUPPORTED"
+    assert snapshot(st) == before
+    r = api.req("DELETE", "/v2/open/d/manifests/a")
+    assert r.status == 202, r.body
+    assert api.req("GET", "/v2/open/d/manifests/a").status == 404
+    assert json.loads(api.req("GET", "/v2/open/d/tags/list").body)["tags"] == ["b", "c"]
+    assert api.req("DELETE", "/v2/open/d/manifests/a").status == 404
+    r = api.req("DELETE", "/v2/open/d/manifests/" + md)
+    assert r.status == 202, r.body
+    for ref in ("b", "c", md):
+        r = api.req("GET", "/v2/open/d/manifests/" + ref)
+        assert r.status == 404 and errcode(r) == "MANIFEST_UNKNOWN"
+    assert json.loads(api.req("GET", "/v2/open/d/tags/list").body)["tags"] == []
+    assert api.req("DELETE", "/v2/open/d/blobs/" + ld).status == 202
+    r = api.req("GET", "/v2/open/d/blobs/" + ld)
+    assert r.status == 404 and errcode(r) == "BLOB_UNKNOWN"
+    assert api.req("DELETE", "/v2/open/d/blobs/" + ld).status == 404
 
 
 def test_access(stack):

@@ -1592,8 +1592,9 @@ T(registry_hosted)
 
 	CHECK_INT(parse(&c, "[registry \"mine\"]\ntype = hosted\n"
 	                    "read = token\nupload_ttl = 10m\n"
-	                    "max_upload_size = 64M\n"),
+	                    "max_upload_size = 64M\ndelete = yes\n"),
 	          0);
+	CHECK_INT(c.registry[0].allow_delete, 1);
 	CHECK_INT(c.registry[0].type, CONF_REGISTRY_HOSTED);
 	CHECK_INT(c.registry[0].read, CONF_READ_TOKEN);
 	CHECK_INT((int)c.registry[0].upload_ttl, 600);
@@ -1746,6 +1747,7 @@ static void round_trip(const struct conf *c)
 		CHECK_INT(y->read, x->read);
 		CHECK_INT(y->upload_ttl, x->upload_ttl);
 		CHECK_INT(y->max_upload_size, x->max_upload_size);
+		CHECK_INT(y->allow_delete, x->allow_delete);
 		CHECK_INT(y->cache_ttl, x->cache_ttl);
 		CHECK_INT(y->max_stale, x->max_stale);
 		CHECK_STR(y->trusted_hosts, x->trusted_hosts);

@@ -66,6 +66,10 @@ T(routes)
 	CHECK_INT(r.kind, OCI_PUSH_DELETE_MANIFEST);
 	oci_push_route_parse("PUT", "/v2/a/tags/list", &r);
 	CHECK_INT(r.status, 405);
+	oci_push_route_parse("POST", "/v2/", &r);
+	CHECK_INT(r.status, 405);
+	oci_push_route_parse("POST", "/v2/x", &r);
+	CHECK_INT(r.status, 405);
 }
 
 /* Names and tags at and past the spec's limits. */
