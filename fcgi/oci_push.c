@@ -172,6 +172,29 @@ static int digest_param(struct push *p, char hex[65])
 	return 0;
 }
 
+/* Records that the repository holds blob hex of n bytes: its oci_blobs
+ * row (what pulls and manifests look at) and a ref row "/blob/<digest>"
+ * (a registry ref names it: the collector never evicts it, as it would a
+ * cached blob, since a pushed one is the only copy). Returns 0 or EIO. */
+static int hold_blob(struct push *p, const char *hex, long long n)
+{
+	struct db_oci_ref row;
+	char ref[OCI_MAX_DIGEST + 8];
+
+	memset(&row, 0, sizeof(row));
+	row.status = 200;
+	snprintf(row.sha256, sizeof(row.sha256), "%s", hex);
+	snprintf(row.media_type, sizeof(row.media_type),
+	         "application/octet-stream");
+	row.fetched_at = (long long)time(NULL);
+	row.ttl = HOSTED_TTL;
+	snprintf(ref, sizeof(ref), "/blob/sha256:%s", hex);
+	if (db_oci_ref_put(p->w->db, p->reg->name, p->repo, ref, &row) ||
+	    db_oci_blob_put(p->w->db, p->reg->name, p->repo, hex, n))
+		return EIO;
+	return 0;
+}
+
 /* Stores the n bytes of fd as blob hex of the repository. Returns 0, or
  * EINVAL (answered DIGEST_INVALID) or EIO (answered). */
 static int commit_fd(struct push *p, int fd, long long n, const char *hex)
@@ -183,7 +206,7 @@ static int commit_fd(struct push *p, int fd, long long n, const char *hex)
 		     "the content does not match the digest");
 		return EINVAL;
 	}
-	if (rc || db_oci_blob_put(p->w->db, p->reg->name, p->repo, hex, n)) {
+	if (rc || hold_blob(p, hex, n)) {
 		fail(p->r, 500, "UNKNOWN", "cannot store the blob");
 		return EIO;
 	}
@@ -272,8 +295,7 @@ static void start(struct push *p)
 	    db_oci_blob_get(p->w->db, p->reg->name, from_repo, mount + 7,
 	                    &size) == 0 &&
 	    send_stored(p->w, mount + 7)) {
-		if (db_oci_blob_put(p->w->db, p->reg->name, p->repo, mount + 7,
-		                    size)) {
+		if (hold_blob(p, mount + 7, size)) {
 			fail(p->r, 500, "UNKNOWN", "cannot record the blob");
 			return;
 		}
@@ -563,6 +585,12 @@ static void delete(struct push *p)
 	rc = db_oci_delete(p->w->db, p->reg->name, p->repo,
 	                   p->rt.by_digest ? NULL : p->rt.ref,
 	                   p->rt.by_digest ? p->rt.ref + 7 : NULL, blob);
+	if (!rc && blob) {
+		char ref[OCI_MAX_DIGEST + 8];
+
+		snprintf(ref, sizeof(ref), "/blob/%s", p->rt.ref);
+		db_oci_delete(p->w->db, p->reg->name, p->repo, ref, NULL, 0);
+	}
 	if (rc == ENOENT) {
 		fail(p->r, 404, blob ? "BLOB_UNKNOWN" : "MANIFEST_UNKNOWN",
 		     "unknown to the registry");

@@ -254,7 +254,7 @@ static const char *const sql[S_COUNT] = {
 	 * subject's referrers */
 	[S_OCI_REF_DELETE_SHA] = "DELETE FROM oci_refs WHERE registry = ?1"
 				 " AND name = ?2 AND sha256 = ?3"
-				 " AND ref NOT LIKE '/tags/%'",
+				 " AND ref NOT LIKE '/blob/%'",
 	[S_OCI_BLOB_DELETE] = "DELETE FROM oci_blobs WHERE registry = ?1"
 			      " AND name = ?2 AND sha256 = ?3",
 	/* a row's size only grows: a page's .gz copy made after its blob

@@ -16,6 +16,7 @@ import shutil
 import sqlite3
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -424,6 +425,25 @@ def test_delete(stack):
     r = api.req("GET", "/v2/open/d/blobs/" + ld)
     assert r.status == 404 and errcode(r) == "BLOB_UNKNOWN"
     assert api.req("DELETE", "/v2/open/d/blobs/" + ld).status == 404
+
+
+@pytest.mark.stack(larder_extra_text=EXTRA, larder_extra={"gc_grace": 0})
+def test_gc_keeps_pushed_blobs(stack, tmp_path):
+    """Pushed blobs are the only copy: `larder gc --max-size 1` evicts
+    what it may (the cache's), never a hosted registry's layers or
+    manifests; an image pushed before still pulls whole."""
+    st = stack
+    tok = token(st, "--registry", "open", "--actions", "pull,push")
+    img = build_image(str(tmp_path / "img"), [64 * KB, 128 * KB], seed="gc", tag="1")
+    ociup.push(img.layout, "1", "%s/open/gc/app:1" % host(st), creds="u:" + tok)
+    time.sleep(1.1)
+    p = subprocess.run([stackmod.larder_bin(), "gc", "--max-size", "1", "-c", st.larder.conf],
+                       capture_output=True, env=stackmod.clean_env(), timeout=60)
+    assert p.returncode == 0, p.stderr.decode()
+    out = str(tmp_path / "back")
+    r = ociup.pull("%s/open/gc/app:1" % host(st), out)
+    assert r.ok, r
+    assert not compare_layouts(out, img.layout)
 
 
 def test_access(stack):
