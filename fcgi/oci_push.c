@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -369,14 +370,30 @@ static void session(struct push *p)
 			     "PUT needs ?digest=");
 		return;
 	}
+	fd = open(u.tmp, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		fail(p->r, 404, "BLOB_UPLOAD_UNKNOWN",
+		     "the upload's file is gone");
+		return;
+	}
+	/* one request at a time writes a session; the row as it is now */
+	if (flock(fd, LOCK_EX | LOCK_NB) ||
+	    db_oci_upload_get(p->w->db, p->rt.ref, &u)) {
+		close(fd);
+		fail(p->r, 416, "BLOB_UPLOAD_INVALID",
+		     "another request is writing this upload");
+		return;
+	}
 	cr = req_env(p->r, "HTTP_CONTENT_RANGE");
 	if (cr && *cr) {
 		if (oci_content_range(cr, &from, &to)) {
+			close(fd);
 			fail(p->r, 400, "BLOB_UPLOAD_INVALID",
 			     "Content-Range must be FROM-TO");
 			return;
 		}
 		if (from != u.size) {
+			close(fd);
 			session_headers(p, u.id, u.size);
 			fail(p->r, 416, "BLOB_UPLOAD_INVALID",
 			     "the chunk does not start where the upload "
@@ -384,12 +401,6 @@ static void session(struct push *p)
 			return;
 		}
 		want = to - from + 1;
-	}
-	fd = open(u.tmp, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		fail(p->r, 404, "BLOB_UPLOAD_UNKNOWN",
-		     "the upload's file is gone");
-		return;
 	}
 	/* what a failed request left past the recorded size goes */
 	if (ftruncate(fd, u.size)) {
@@ -407,9 +418,12 @@ static void session(struct push *p)
 		return;
 	}
 	if (!finish) {
+		/* recorded before the lock goes: the next request starts
+		 * from the new size */
+		rc = db_oci_upload_size(p->w->db, u.id, u.size + got,
+		                        (long long)time(NULL));
 		close(fd);
-		if (db_oci_upload_size(p->w->db, u.id, u.size + got,
-		                       (long long)time(NULL))) {
+		if (rc) {
 			fail(p->r, 500, "UNKNOWN", "cannot record the upload");
 			return;
 		}

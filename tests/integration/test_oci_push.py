@@ -40,6 +40,7 @@ delete = yes
 
 [registry "other"]
 type = hosted
+upload_ttl = 2s
 """
 
 pytestmark = pytest.mark.stack(larder_extra_text=EXTRA)
@@ -444,6 +445,53 @@ def test_gc_keeps_pushed_blobs(stack, tmp_path):
     r = ociup.pull("%s/open/gc/app:1" % host(st), out)
     assert r.ok, r
     assert not compare_layouts(out, img.layout)
+
+
+def test_sessions_expire(stack):
+    """A session untouched for upload_ttl (2 s on "other") is unknown, and
+    its temp file goes when the next session opens."""
+    st = stack
+    api = Api(st, token(st, "--registry", "other", "--actions", "push"))
+    loc = api.start("other/e")
+    assert api.patch(loc, b"q" * 500).status == 202
+    assert len(temps(st)) == 1
+    time.sleep(3.1)
+    r = api.patch(loc, b"q" * 10)
+    assert r.status == 404 and errcode(r) == "BLOB_UPLOAD_UNKNOWN"
+    loc2 = api.start("other/e")
+    assert len(temps(st)) == 1 and temps(st)[0].endswith(loc2.rsplit("/", 1)[1])
+    assert api.req("GET", loc2).status == 204
+
+
+def test_token_cli(stack):
+    """larder token add --registry: the registry must exist, its actions
+    are pull, push, delete, --repositories (not --projects) takes globs of
+    repository names; list shows registry:NAME."""
+    st = stack
+
+    def run(*args):
+        p = subprocess.run([stackmod.larder_bin(), "token"] + list(args) + ["-c", st.larder.conf],
+                           capture_output=True, env=stackmod.clean_env(), timeout=30)
+        return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+    rc, out, err = run("add", "--registry", "nope", "--actions", "pull")
+    assert rc == 2 and "no such registry" in err
+    rc, out, err = run("add", "--registry", "open", "--actions", "upload")
+    assert rc == 2 and "pull, push and delete" in err
+    rc, out, err = run("add", "--index", "pypi", "--actions", "push")
+    assert rc == 2
+    rc, out, err = run("add", "--registry", "open", "--actions", "pull", "--projects", "x")
+    assert rc == 2 and "--repositories" in err
+    rc, out, err = run("add", "--registry", "open", "--actions", "pull",
+                       "--repositories", "Team/*")
+    assert rc == 2 and "repository glob" in err
+    rc, out, err = run("add", "--registry", "open", "--actions", "pull,push",
+                       "--repositories", "team/*", "ci/app")
+    assert rc == 0, err
+    rc, out, err = run("list")
+    assert rc == 0
+    assert "registry:open\tpush,pull\tteam/* ci/app\t" in out or \
+        "registry:open\tpull,push\tteam/* ci/app\t" in out, out
 
 
 def test_access(stack):
