@@ -55,6 +55,7 @@ enum conf_synth {
 enum conf_registry_type {
 	CONF_REGISTRY_CACHE,  /* "cache": pull-through cache of an upstream */
 	CONF_REGISTRY_HOSTED, /* "hosted": images pushed to larder */
+	CONF_REGISTRY_VIRTUAL, /* "virtual": hosted and cache layers */
 };
 
 enum conf_read {
@@ -116,6 +117,9 @@ struct conf_registry {
 	long max_upload_size;   /* hosted: bytes of one blob or manifest */
 	int allow_delete;       /* hosted, 0/1: DELETE of manifests, tags and
 	                           blobs ("delete" in the file) */
+	char *layers;           /* virtual: registry names, space-separated */
+	size_t layer[CONF_MAX_LAYERS]; /* virtual: resolved positions */
+	size_t nlayers;
 };
 
 struct conf {

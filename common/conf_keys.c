@@ -39,7 +39,8 @@ _Static_assert(CONF_LIBRARY_AUTO == 0 && CONF_LIBRARY_YES == 1 &&
                    CONF_LIBRARY_NO == 2,
                "library_values order");
 _Static_assert(sizeof(enum conf_registry_type) == sizeof(int), "enum size");
-_Static_assert(CONF_REGISTRY_CACHE == 0 && CONF_REGISTRY_HOSTED == 1,
+_Static_assert(CONF_REGISTRY_CACHE == 0 && CONF_REGISTRY_HOSTED == 1 &&
+                   CONF_REGISTRY_VIRTUAL == 2,
                "registry_type_values order");
 
 const struct conf_type_info conf_types[CONF_NTYPES] = {
@@ -91,7 +92,7 @@ static const char *const type_values[] = {"cache", "virtual", "hosted",
 static const char *const policy_values[] = {"private-first", "fallback",
                                             "no-fallback", NULL};
 static const char *const registry_type_values[] = {"cache", "hosted",
-                                                   NULL};
+                                                   "virtual", NULL};
 static const char *const read_values[] = {"anonymous", "token", NULL};
 static const char *const library_values[] = {"auto", "yes", "no", NULL};
 static const char *const synth_values[] = {"ranges", "verified", "no", NULL};
@@ -403,7 +404,15 @@ const struct conf_key conf_keys[] = {
      .help = "cache: a pull-through cache of the registry upstream names. "
              "hosted: images pushed to larder (skopeo copy, podman push, "
              "docker push) by holders of a token with the push action "
-             "for it; it has no upstream."},
+             "for it; it has no upstream. virtual: serves each repository "
+             "from the first of its layers that holds it, hosted layers "
+             "before cache ones (a pushed name shadows the upstream's); "
+             "pushes to it go to its first hosted layer."},
+    {REGISTRY(layers), T_LIST, NULL,
+     .help = "The registries a virtual registry serves, by name: each "
+             "declared in the same file, hosted or cache (not virtual), "
+             "at most 8. Required for a virtual registry, not allowed for "
+             "another."},
     {REGISTRY(read), T_ENUM, "anonymous", .values = read_values,
      .help = "Who may pull from the registry: anonymous, anyone; token, "
              "only clients that log in (docker login, podman login, "

@@ -147,9 +147,11 @@ int conf_dump(const struct conf *c, struct buf *out)
 		for (size_t i = 0; i < CONF_NKEYS && !err; i++) {
 			if (strcmp(conf_keys[i].section, "registry"))
 				continue;
-			/* a hosted registry has none */
-			if (r->type == CONF_REGISTRY_HOSTED &&
-			    !strcmp(conf_keys[i].name, "upstream"))
+			/* only a cache has an upstream, a virtual layers */
+			if ((r->type != CONF_REGISTRY_CACHE &&
+			     !strcmp(conf_keys[i].name, "upstream")) ||
+			    (r->type != CONF_REGISTRY_VIRTUAL &&
+			     !strcmp(conf_keys[i].name, "layers")))
 				continue;
 			err = dump_key(out, r, &conf_keys[i]);
 		}

@@ -571,6 +571,13 @@ void oci_serve(struct worker *w, struct req *r)
 		return;
 	if (x.reg->read == CONF_READ_TOKEN)
 		r->private_index = 1; /* no shared cache keeps its answers */
+	/* a virtual registry: the layer that serves this name */
+	ri = oci_virtual_pick(w, ri, rest, 0);
+	if (ri < 0) {
+		fail(r, 404, "NAME_UNKNOWN", "no layer serves that name");
+		return;
+	}
+	x.reg = &w->conf->registry[ri];
 	if (x.reg->type == CONF_REGISTRY_HOSTED) {
 		oci_push_pull(w, r, ri, rest, &x.rt);
 		return;

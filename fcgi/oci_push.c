@@ -33,6 +33,8 @@ struct push {
 	struct worker *w;
 	struct req *r;
 	int ri;
+	int url_ri;                     /* the registry the URL names (a
+	                                   virtual one's tokens) */
 	const struct conf_registry *reg;
 	const char *repo;               /* the name inside the registry */
 	struct oci_push_route rt;
@@ -73,6 +75,30 @@ static int pick(const struct conf *c, const char *name, const char **rest)
 	}
 	*rest = name;
 	return conf_registry_default(c);
+}
+
+int oci_virtual_pick(struct worker *w, int ri, const char *repo, int push)
+{
+	const struct conf_registry *v = &w->conf->registry[ri];
+	int hosted = -1, cache = -1;
+
+	if (v->type != CONF_REGISTRY_VIRTUAL)
+		return ri;
+	for (size_t i = 0; i < v->nlayers; i++) {
+		int l = (int)v->layer[i];
+		const struct conf_registry *reg = &w->conf->registry[l];
+
+		if (reg->type == CONF_REGISTRY_HOSTED) {
+			if (hosted < 0)
+				hosted = l;
+			if (!push &&
+			    db_oci_repo_known(w->db, reg->name, repo) == 0)
+				return l;
+		} else if (reg->type == CONF_REGISTRY_CACHE && cache < 0) {
+			cache = l;
+		}
+	}
+	return push || cache < 0 ? hosted : cache;
 }
 
 /* Adds the Location of a session and its Range ("0-LAST"). */
@@ -291,8 +317,9 @@ static void start(struct push *p)
 	    oci_name_valid(from, strlen(from)) &&
 	    strncmp(mount, "sha256:", 7) == 0 &&
 	    oci_digest_check(mount, strlen(mount)) == 0 &&
-	    pick(p->w->conf, from, &from_repo) == p->ri &&
-	    oci_access_may(p->w, p->r, p->ri, from_repo, TOKEN_PULL) == 0 &&
+	    pick(p->w->conf, from, &from_repo) == p->url_ri &&
+	    oci_access_may(p->w, p->r, p->url_ri, from_repo, TOKEN_PULL) ==
+	        0 &&
 	    db_oci_blob_get(p->w->db, p->reg->name, from_repo, mount + 7,
 	                    &size) == 0 &&
 	    send_stored(p->w, mount + 7)) {
@@ -621,6 +648,7 @@ static void delete(struct push *p)
 void oci_push_serve(struct worker *w, struct req *r)
 {
 	struct push p;
+	int url_ri;
 
 	memset(&p, 0, sizeof(p));
 	p.w = w;
@@ -630,7 +658,7 @@ void oci_push_serve(struct worker *w, struct req *r)
 	if (p.rt.kind == OCI_PUSH_ERROR && p.rt.name[0]) {
 		p.ri = pick(w->conf, p.rt.name, &p.repo);
 		if (p.ri >= 0 &&
-		    w->conf->registry[p.ri].type != CONF_REGISTRY_HOSTED) {
+		    w->conf->registry[p.ri].type == CONF_REGISTRY_CACHE) {
 			req_header(r, "Allow", "GET, HEAD");
 			fail(r, 405, "UNSUPPORTED",
 			     "this registry is a read-only cache");
@@ -649,6 +677,15 @@ void oci_push_serve(struct worker *w, struct req *r)
 		fail(r, 404, "NAME_UNKNOWN", "no registry serves that name");
 		return;
 	}
+	/* a token for the registry the URL names; the work in the layer
+	 * that takes pushes */
+	url_ri = p.ri;
+	p.ri = oci_virtual_pick(w, p.ri, p.repo, 1);
+	if (p.ri < 0) {
+		fail(r, 405, "UNSUPPORTED",
+		     "this virtual registry has no hosted layer");
+		return;
+	}
 	p.reg = &w->conf->registry[p.ri];
 	if (p.reg->type != CONF_REGISTRY_HOSTED) {
 		req_header(r, "Allow", "GET, HEAD");
@@ -664,13 +701,14 @@ void oci_push_serve(struct worker *w, struct req *r)
 			     "no)");
 			return;
 		}
-		if (oci_access_allow(w, r, p.ri, p.repo, TOKEN_DELETE))
+		if (oci_access_allow(w, r, url_ri, p.repo, TOKEN_DELETE))
 			return;
 		delete(&p);
 		return;
 	}
-	if (oci_access_allow(w, r, p.ri, p.repo, TOKEN_PUSH))
+	if (oci_access_allow(w, r, url_ri, p.repo, TOKEN_PUSH))
 		return;
+	p.url_ri = url_ri;
 	switch (p.rt.kind) {
 	case OCI_PUSH_START:
 		start(&p);

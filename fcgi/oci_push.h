@@ -19,6 +19,13 @@
 #include "fcgi/req.h"
 #include "fcgi/worker.h"
 
+/* The layer of virtual registry ri that serves repository repo: for a
+ * push, its first hosted layer; for a pull, the first hosted layer that
+ * holds the repository (a pushed name shadows the upstream's), else its
+ * first cache layer, else its first hosted one. Any other registry is
+ * its own. Returns a position in conf->registry, or -1. */
+int oci_virtual_pick(struct worker *w, int ri, const char *repo, int push);
+
 /* Answers a request oci_push_claims() took. */
 void oci_push_serve(struct worker *w, struct req *r);
 

@@ -257,6 +257,8 @@ static const char *const sql[S_COUNT] = {
 				 " AND ref NOT LIKE '/blob/%'",
 	[S_OCI_BLOB_DELETE] = "DELETE FROM oci_blobs WHERE registry = ?1"
 			      " AND name = ?2 AND sha256 = ?3",
+	[S_OCI_REPO_KNOWN] = "SELECT 1 FROM oci_refs WHERE registry = ?1"
+			     " AND name = ?2 AND status = 200 LIMIT 1",
 	/* a row's size only grows: a page's .gz copy made after its blob
 	 * was recorded (storage/blob.h) is counted from then on */
 	[S_BLOB_ADD] = "INSERT INTO blobs VALUES (?1, ?2, ?3)"

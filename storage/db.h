@@ -355,6 +355,10 @@ int db_oci_refers(struct db *db, const char *registry, const char *name,
 int db_oci_delete(struct db *db, const char *registry, const char *name,
                   const char *ref, const char *sha256, int blob);
 
+/* Returns 0 when registry holds anything under repository name (a ref
+ * row), ENOENT when not, or EIO. */
+int db_oci_repo_known(struct db *db, const char *registry, const char *name);
+
 /* Reads the token for (registry, scope) and when it expires. Returns 0,
  * ENOENT, or EIO. */
 int db_oci_token_get(struct db *db, const char *registry, const char *scope,

@@ -297,3 +297,16 @@ int db_oci_delete(struct db *db, const char *registry, const char *name,
 		return err;
 	return sqlite3_changes(db->conn) ? 0 : ENOENT;
 }
+
+int db_oci_repo_known(struct db *db, const char *registry, const char *name)
+{
+	sqlite3_stmt *st = db_stmt(db, S_OCI_REPO_KNOWN);
+	int err;
+
+	BIND_TEXT(st, 1, registry);
+	BIND_TEXT(st, 2, name);
+	err = db_row(db, st, "oci repo known");
+	if (!err)
+		sqlite3_reset(st);
+	return err;
+}

@@ -647,3 +647,55 @@ def test_lighttpd_round_trip(tmp_path):
     finally:
         fe.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_virtual_registry(tmp_path, wheel_dir):
+    """[registry "mix"] type = virtual over a hosted and a cache registry:
+    a name only upstream pulls through; a pushed name (pushed to mix, so
+    to its hosted layer) shadows the upstream's; a push needs a token of
+    mix."""
+    why = stackmod.missing_reason() or ociup.missing_reason()
+    if why:
+        pytest.skip(why)
+    reg = ociup.Registry(str(tmp_path / "registry")).start()
+    st = None
+    try:
+        up_img = build_image(str(tmp_path / "up"), [8 * KB], seed="upstream", tag="3")
+        ociup.push(up_img.layout, "3", "%s/library/alpine:3" % reg.host)
+        ociup.push(up_img.layout, "3", "%s/library/busybox:1" % reg.host)
+        extra = EXTRA + ociup.registry_section("up", "http://%s/" % reg.host, default=False) + """
+[registry "mix"]
+type = virtual
+layers = open up
+"""
+        st = stackmod.Stack(str(tmp_path / "stack"), wheel_dir, larder_extra_text=extra,
+                            larder_extra=dict(ociup.OCI_LARDER_KEYS)).start()
+        out = str(tmp_path / "p1")
+        r = ociup.pull("%s/mix/library/alpine:3" % host(st), out)
+        assert r.ok, r
+        assert not compare_layouts(out, up_img.layout)
+        mine = build_image(str(tmp_path / "mine"), [16 * KB], seed="mine", tag="3")
+        tok = token(st, "--registry", "mix", "--actions", "pull,push")
+        open_tok = token(st, "--registry", "open", "--actions", "pull,push")
+        with pytest.raises(RuntimeError):
+            ociup.push(mine.layout, "3", "%s/mix/library/alpine:3" % host(st),
+                       creds="u:" + open_tok)
+        ociup.push(mine.layout, "3", "%s/mix/library/alpine:3" % host(st), creds="u:" + tok)
+        out = str(tmp_path / "p2")
+        r = ociup.pull("%s/mix/library/alpine:3" % host(st), out)
+        assert r.ok, r
+        assert not compare_layouts(out, mine.layout)
+        # it went to the hosted layer
+        out = str(tmp_path / "p3")
+        r = ociup.pull("%s/open/library/alpine:3" % host(st), out)
+        assert r.ok, r
+        assert not compare_layouts(out, mine.layout)
+        # a name only upstream still pulls through
+        out = str(tmp_path / "p4")
+        r = ociup.pull("%s/mix/library/busybox:1" % host(st), out)
+        assert r.ok, r
+        assert not compare_layouts(out, up_img.layout)
+    finally:
+        if st is not None:
+            st.stop()
+        reg.stop()

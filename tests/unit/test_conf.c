@@ -705,7 +705,8 @@ T(unknown_keys_and_hints)
 	          "sections)");
 	CHECK_STR(fails("[larder]\nlayers = a\n"),
 	          "larder.conf:2: unknown key \"layers\" in [larder] (it "
-	          "belongs in [index \"NAME\"] sections)");
+	          "belongs in [index \"NAME\"] or [registry \"NAME\"] "
+	          "sections)");
 	CHECK_STR(fails("[index \"p\"]\ntype = cache\ncache_ttl = 5\n"),
 	          "larder.conf:3: unknown key \"cache_ttl\" in [index \"p\"] "
 	          "(it belongs in [larder] or [registry \"NAME\"] sections)");
@@ -1565,8 +1566,8 @@ T(registry_unknown_keys)
 	CHECK_STR(fails("[registry \"r\"]\ndefualt = yes\n"),
 	          "larder.conf:2: unknown key \"defualt\" in [registry \"r\"] "
 	          "(did you mean default?)");
-	CHECK_STR(fails("[registry \"r\"]\nlayers = a\n"),
-	          "larder.conf:2: unknown key \"layers\" in [registry \"r\"] (it "
+	CHECK_STR(fails("[registry \"r\"]\npolicy = fallback\n"),
+	          "larder.conf:2: unknown key \"policy\" in [registry \"r\"] (it "
 	          "belongs in [index \"NAME\"] sections)");
 	CHECK_STR(fails("[registry \"r\"]\nworkers = 2\n"),
 	          "larder.conf:2: unknown key \"workers\" in [registry \"r\"] "
@@ -1608,11 +1609,37 @@ T(registry_hosted)
 	CHECK_STR(fails("[registry \"r\"]\ntype = hosted\n"
 	                "upstream = https://r/\n"),
 	          "larder.conf:3: [registry \"r\"]: a hosted registry has no "
-	          "upstream (images are pushed to it)");
+	          "upstream");
 	CHECK_CONTAINS(fails("[registry \"r\"]\ntype = cache\n"),
 	               "registry r has no upstream");
 	CHECK_CONTAINS(fails("[registry \"r\"]\ntype = virtual\n"),
-	               "larder.conf:2:");
+	               "a virtual registry needs layers");
+	CHECK_INT(parse(&c, "[registry \"h\"]\ntype = hosted\n"
+	                    "[registry \"c\"]\nupstream = https://r/\n"
+	                    "[registry \"v\"]\ntype = virtual\n"
+	                    "layers = h c\ndefault = yes\n"),
+	          0);
+	CHECK_INT(c.registry[2].type, CONF_REGISTRY_VIRTUAL);
+	CHECK_INT((int)c.registry[2].nlayers, 2);
+	CHECK_INT((int)c.registry[2].layer[0], 0);
+	CHECK_INT((int)c.registry[2].layer[1], 1);
+	round_trip(&c);
+	conf_free(&c);
+	CHECK_CONTAINS(fails("[registry \"h\"]\ntype = hosted\n"
+	                     "[registry \"v\"]\ntype = virtual\n"
+	                     "layers = h nope\n"),
+	               "layer \"nope\" is not a hosted or cache registry");
+	CHECK_CONTAINS(fails("[registry \"v\"]\ntype = virtual\nlayers = v\n"),
+	               "layer \"v\"");
+	CHECK_CONTAINS(fails("[registry \"h\"]\ntype = hosted\nread = token\n"
+	                     "[registry \"v\"]\ntype = virtual\nlayers = h\n"),
+	               "so v needs read = token too");
+	CHECK_CONTAINS(fails("[registry \"h\"]\ntype = hosted\nlayers = h\n"),
+	               "only a virtual registry has layers");
+	CHECK_CONTAINS(fails("[registry \"h\"]\ntype = hosted\n"
+	                     "[registry \"v\"]\ntype = virtual\nlayers = h\n"
+	                     "upstream = https://x/\n"),
+	               "a virtual registry has no upstream");
 	CHECK_CONTAINS(fails("[registry \"r\"]\ntype = hosted\nread = some\n"),
 	               "larder.conf:3:");
 }
@@ -1748,6 +1775,7 @@ static void round_trip(const struct conf *c)
 		CHECK_INT(y->upload_ttl, x->upload_ttl);
 		CHECK_INT(y->max_upload_size, x->max_upload_size);
 		CHECK_INT(y->allow_delete, x->allow_delete);
+		CHECK_INT(y->nlayers, x->nlayers);
 		CHECK_INT(y->cache_ttl, x->cache_ttl);
 		CHECK_INT(y->max_stale, x->max_stale);
 		CHECK_STR(y->trusted_hosts, x->trusted_hosts);
