@@ -690,6 +690,13 @@ layers = open up
         r = ociup.pull("%s/open/library/alpine:3" % host(st), out)
         assert r.ok, r
         assert not compare_layouts(out, mine.layout)
+        # a HEAD of a cached manifest by digest first: nginx must not keep
+        # its empty answer for the GET after it
+        path = "/v2/up/library/busybox/manifests/" + up_img.digest
+        r = st.get(path, method="HEAD", accept=OCI_MANIFEST)
+        assert r.status == 200, r
+        r = st.get(path, accept=OCI_MANIFEST)
+        assert r.status == 200 and r.complete and r.body == up_img.manifest, r
         # a name only upstream still pulls through
         out = str(tmp_path / "p4")
         r = ociup.pull("%s/mix/library/busybox:1" % host(st), out)
