@@ -28,6 +28,7 @@
 #include "fcgi/cmd.h"
 #include "fcgi/hosted_cmd.h"
 #include "fcgi/loop.h"
+#include "fcgi/oci_push.h"
 #include "fcgi/pool.h"
 #include "fcgi/serve.h"
 #include "fcgi/token_cmd.h"
@@ -277,6 +278,9 @@ static int gc_cmd(int argc, char **argv)
 		stats_open(c.data_dir);
 	if (!rc)
 		rc = gc_command(db, &c, dry_run, stdout);
+	/* hosted registries' abandoned uploads (fcgi/oci_push.h) */
+	if (!rc && !dry_run && oci_push_expire(&c, db) > 0)
+		printf("removed expired upload sessions\n");
 	db_close(db);
 	conf_free(&c);
 	return rc ? 2 : 0;

@@ -240,31 +240,41 @@ static int commit_fd(struct push *p, int fd, long long n, const char *hex)
 	return 0;
 }
 
-/* Forgets sessions untouched for upload_ttl and removes their files. */
-static void expire_sessions(struct worker *w)
+long oci_push_expire(const struct conf *c, struct db *db)
 {
 	struct db_oci_upload old[16];
-	long ttl = 3600;
+	long ttl = 3600, gone = 0;
 	size_t n = 0;
 
-	for (size_t i = 0; i < w->conf->nregistry; i++)
-		if (w->conf->registry[i].type == CONF_REGISTRY_HOSTED &&
-		    w->conf->registry[i].upload_ttl > 0 &&
-		    w->conf->registry[i].upload_ttl < ttl)
-			ttl = w->conf->registry[i].upload_ttl;
-	if (db_oci_upload_expired(w->db, (long long)time(NULL) - ttl, old, 16,
-	                          &n))
-		return;
-	for (size_t i = 0; i < n; i++) {
-		int ri = conf_registry_find(w->conf, old[i].registry,
-		                            strlen(old[i].registry));
-		long t = ri >= 0 ? w->conf->registry[ri].upload_ttl : 0;
+	for (size_t i = 0; i < c->nregistry; i++)
+		if (c->registry[i].type == CONF_REGISTRY_HOSTED &&
+		    c->registry[i].upload_ttl > 0 &&
+		    c->registry[i].upload_ttl < ttl)
+			ttl = c->registry[i].upload_ttl;
+	/* a batch at a time: the rows older than the shortest ttl, each
+	 * then held to its own registry's */
+	for (int round = 0; round < 64; round++) {
+		long before = gone;
 
-		if (old[i].touched >= (long long)time(NULL) - t)
-			continue;
-		if (db_oci_upload_delete(w->db, old[i].id) == 0)
-			unlink(old[i].tmp);
+		if (db_oci_upload_expired(db, (long long)time(NULL) - ttl, old,
+		                          16, &n) || !n)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			int ri = conf_registry_find(c, old[i].registry,
+			                            strlen(old[i].registry));
+			long t = ri >= 0 ? c->registry[ri].upload_ttl : 0;
+
+			if (old[i].touched >= (long long)time(NULL) - t)
+				continue;
+			if (db_oci_upload_delete(db, old[i].id) == 0) {
+				unlink(old[i].tmp);
+				gone++;
+			}
+		}
+		if (gone == before)
+			break;
 	}
+	return gone;
 }
 
 /* Starts a session: an empty temp file and its row. Answers 202. */
@@ -274,7 +284,7 @@ static void start_session(struct push *p)
 	unsigned char rnd[OCI_UPLOAD_ID_HEX / 2];
 	int fd;
 
-	expire_sessions(p->w);
+	oci_push_expire(p->w->conf, p->w->db);
 	memset(&u, 0, sizeof(u));
 	if (RAND_bytes(rnd, sizeof(rnd)) != 1) {
 		fail(p->r, 500, "UNKNOWN", "no random bytes");

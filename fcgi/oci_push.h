@@ -18,6 +18,7 @@
 #include "common/oci_upload.h"
 #include "fcgi/req.h"
 #include "fcgi/worker.h"
+#include "storage/db.h"
 
 /* The layer of virtual registry ri that serves repository repo: for a
  * push, its first hosted layer; for a pull, the first hosted layer that
@@ -25,6 +26,11 @@
  * first cache layer, else its first hosted one. Any other registry is
  * its own. Returns a position in conf->registry, or -1. */
 int oci_virtual_pick(struct worker *w, int ri, const char *repo, int push);
+
+/* Forgets the upload sessions untouched for their registry's upload_ttl
+ * and removes their temp files (when a session opens, and in larder gc).
+ * Returns how many went. */
+long oci_push_expire(const struct conf *c, struct db *db);
 
 /* Answers a request oci_push_claims() took. */
 void oci_push_serve(struct worker *w, struct req *r);

@@ -461,6 +461,14 @@ def test_sessions_expire(stack):
     loc2 = api.start("other/e")
     assert len(temps(st)) == 1 and temps(st)[0].endswith(loc2.rsplit("/", 1)[1])
     assert api.req("GET", loc2).status == 204
+    # larder gc collects them too
+    time.sleep(3.1)
+    p = subprocess.run([stackmod.larder_bin(), "gc", "-c", st.larder.conf],
+                       capture_output=True, env=stackmod.clean_env(), timeout=60)
+    assert p.returncode == 0, p.stderr.decode()
+    assert "removed expired upload sessions" in p.stdout.decode()
+    assert not temps(st)
+    assert api.req("GET", loc2).status == 404
 
 
 def test_token_cli(stack):
