@@ -658,7 +658,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
             fastcgi_busy_buffers_size 32k;
             fastcgi_hide_header X-Larder-Cache;
             add_header X-Larder-Cache $larder_page_cache;
-            client_max_body_size 4m;
+            client_max_body_size 1g;
         }}
 
         location ~ /simple/ {{
