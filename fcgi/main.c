@@ -30,6 +30,7 @@
 #include "fcgi/cmd/token_cmd.h"
 #include "fcgi/cmd/warm.h"
 #include "fcgi/dispatch.h"
+#include "fcgi/oci/push.h"
 #include "fcgi/server/loop.h"
 #include "fcgi/server/pool.h"
 #include "fcgi/server/serve.h"
@@ -53,6 +54,10 @@ static void usage(FILE *f)
 	      "       larder token add [-c FILE] --index NAME --actions "
 	      "upload,yank,delete,read\n"
 	      "                        [--projects GLOB...] [--expires "
+	      "90d|never] [--note TEXT]\n"
+	      "       larder token add [-c FILE] --registry NAME --actions "
+	      "pull,push,delete\n"
+	      "                        [--repositories GLOB...] [--expires "
 	      "90d|never] [--note TEXT]\n"
 	      "       larder token list [-c FILE]\n"
 	      "       larder token revoke [-c FILE] ID\n"
@@ -278,6 +283,9 @@ static int gc_cmd(int argc, char **argv)
 		stats_open(c.data_dir);
 	if (!rc)
 		rc = gc_command(db, &c, dry_run, stdout);
+	/* hosted registries' abandoned uploads (fcgi/oci/push.h) */
+	if (!rc && !dry_run && oci_push_expire(&c, db) > 0)
+		printf("removed expired upload sessions\n");
 	db_close(db);
 	conf_free(&c);
 	return rc ? 2 : 0;

@@ -197,6 +197,48 @@ static unsigned registry_key_line(const struct conf_parser *p, size_t i,
 	return line ? line : p->registry_section_line[i];
 }
 
+/* Resolves the layers of virtual registry i into its layer[]. Returns 0,
+ * or EINVAL with the failure said. */
+static int registry_layers(struct conf_parser *p, size_t i)
+{
+	struct conf_registry *r = &p->c->registry[i];
+	unsigned line = registry_key_line(p, i, "layers");
+	const char *s = r->layers, *e;
+	int j;
+
+	r->nlayers = 0;
+	for (;;) {
+		while (*s == ' ')
+			s++;
+		if (!*s)
+			break;
+		e = s + strcspn(s, " ");
+		j = conf_registry_find(p->c, s, (size_t)(e - s));
+		if (j < 0 || (size_t)j == i ||
+		    p->c->registry[j].type == CONF_REGISTRY_VIRTUAL)
+			return conf_fail(p, line,
+			                 "%slayer \"%.*s\" is not a hosted or "
+			                 "cache registry of this file",
+			                 p->where, (int)(e - s), s);
+		/* what a layer keeps to token holders, the virtual
+		 * registry must not hand out to anyone */
+		if (p->c->registry[j].read == CONF_READ_TOKEN &&
+		    r->read != CONF_READ_TOKEN)
+			return conf_fail(p, line,
+			                 "%slayer \"%.*s\" has read = token, so "
+			                 "%s needs read = token too",
+			                 p->where, (int)(e - s), s, r->name);
+		if (r->nlayers >= CONF_MAX_LAYERS)
+			return conf_fail(p, line, "%sat most %d layers",
+			                 p->where, CONF_MAX_LAYERS);
+		r->layer[r->nlayers++] = (size_t)j;
+		s = e;
+	}
+	if (!r->nlayers)
+		return conf_fail(p, line, "%sno layers", p->where);
+	return 0;
+}
+
 /* Checks the declared registries; by their values, not by which keys were
  * written, so that a dump (which writes every key) parses again. */
 int conf_check_registries(struct conf_parser *p)
@@ -211,13 +253,32 @@ int conf_check_registries(struct conf_parser *p)
 
 		snprintf(p->where, sizeof(p->where),
 		         "[registry \"%s\"]: ", r->name);
-		if (!r->upstream)
+		if (r->type == CONF_REGISTRY_CACHE && !r->upstream)
 			return conf_fail(
 			    p, line,
 			    "%sregistry %s has no upstream (expected "
 			    "the URL of the registry it caches, like "
 			    "upstream = https://registry-1.docker.io)",
 			    p->where, r->name);
+		if (r->type != CONF_REGISTRY_CACHE && r->upstream)
+			return conf_fail(p, registry_key_line(p, i, "upstream"),
+			                 "%sa %s registry has no upstream",
+			                 p->where,
+			                 r->type == CONF_REGISTRY_HOSTED
+			                     ? "hosted" : "virtual");
+		if ((r->type == CONF_REGISTRY_VIRTUAL) != (r->layers != NULL))
+			return conf_fail(p, registry_key_line(p, i, "layers"),
+			                 "%s%s", p->where,
+			                 r->layers ? "only a virtual registry has "
+			                             "layers"
+			                           : "a virtual registry needs "
+			                             "layers = REGISTRY...");
+		if (r->layers) {
+			int err = registry_layers(p, i);
+
+			if (err)
+				return err;
+		}
 		/* the token service wants both or neither */
 		if (!*r->username != !*r->password_file) {
 			set = *r->username ? "username" : "password_file";

@@ -51,6 +51,13 @@ enum conf_synth {
 };
 
 /* Who may read an index. */
+/* What a [registry] is. */
+enum conf_registry_type {
+	CONF_REGISTRY_CACHE,  /* "cache": pull-through cache of an upstream */
+	CONF_REGISTRY_HOSTED, /* "hosted": images pushed to larder */
+	CONF_REGISTRY_VIRTUAL, /* "virtual": hosted and cache layers */
+};
+
 enum conf_read {
 	CONF_READ_ANONYMOUS, /* "anonymous": anyone */
 	CONF_READ_TOKEN,     /* "token": a token with the read action */
@@ -103,6 +110,16 @@ struct conf_registry {
 	enum conf_library library_prefix;
 	int is_default;         /* 0/1: serves names with no registry prefix */
 	int offline;            /* 0/1, -1: as [larder] (conf_inherit) */
+	enum conf_registry_type type;
+	enum conf_read read;    /* token: pulls need a token with pull */
+	long upload_ttl;        /* hosted: seconds an upload session lives
+	                           without a request */
+	long max_upload_size;   /* hosted: bytes of one blob or manifest */
+	int allow_delete;       /* hosted, 0/1: DELETE of manifests, tags and
+	                           blobs ("delete" in the file) */
+	char *layers;           /* virtual: registry names, space-separated */
+	size_t layer[CONF_MAX_LAYERS]; /* virtual: resolved positions */
+	size_t nlayers;
 };
 
 struct conf {

@@ -38,6 +38,10 @@ _Static_assert(CONF_SYNTH_RANGES == 0 && CONF_SYNTH_VERIFIED == 1 &&
 _Static_assert(CONF_LIBRARY_AUTO == 0 && CONF_LIBRARY_YES == 1 &&
                    CONF_LIBRARY_NO == 2,
                "library_values order");
+_Static_assert(sizeof(enum conf_registry_type) == sizeof(int), "enum size");
+_Static_assert(CONF_REGISTRY_CACHE == 0 && CONF_REGISTRY_HOSTED == 1 &&
+                   CONF_REGISTRY_VIRTUAL == 2,
+               "registry_type_values order");
 
 const struct conf_type_info conf_types[CONF_NTYPES] = {
     [T_STRING] = {"text", "text without control characters",
@@ -87,6 +91,8 @@ static const char *const type_values[] = {"cache", "virtual", "hosted",
                                           NULL};
 static const char *const policy_values[] = {"private-first", "fallback",
                                             "no-fallback", NULL};
+static const char *const registry_type_values[] = {"cache", "hosted",
+                                                   "virtual", NULL};
 static const char *const read_values[] = {"anonymous", "token", NULL};
 static const char *const library_values[] = {"auto", "yes", "no", NULL};
 static const char *const synth_values[] = {"ranges", "verified", "no", NULL};
@@ -363,9 +369,10 @@ const struct conf_key conf_keys[] = {
              "one.",
      .types = CONF_FOR(CONF_INDEX_CACHE)},
     {REGISTRY(upstream), T_URL, NULL,
-     .help = "Required. The registry this one caches, e.g. "
+     .help = "The registry a cache registry caches, e.g. "
              "https://registry-1.docker.io (Docker Hub), https://ghcr.io "
-             "or https://quay.io."},
+             "or https://quay.io. Required for a cache registry, not "
+             "allowed for a hosted one."},
     {REGISTRY(cache_ttl), T_SECONDS, "5m",
      .help = "How long a tag (and a tag list, a referrers list) is served "
              "without asking upstream; after that it is revalidated with a "
@@ -408,6 +415,41 @@ const struct conf_key conf_keys[] = {
      .help = "Whether this registry is offline: tags are served whatever "
              "their age and anything not cached is a 503; unset, as "
              "[larder] says."},
+    {REGISTRY(type), T_ENUM, "cache", .values = registry_type_values,
+     .help = "cache: a pull-through cache of the registry upstream names. "
+             "hosted: images pushed to larder (skopeo copy, podman push, "
+             "docker push) by holders of a token with the push action "
+             "for it; it has no upstream. virtual: serves each repository "
+             "from the first of its layers that holds it, hosted layers "
+             "before cache ones (a pushed name shadows the upstream's); "
+             "pushes to it go to its first hosted layer."},
+    {REGISTRY(layers), T_LIST, NULL,
+     .help = "The registries a virtual registry serves, by name: each "
+             "declared in the same file, hosted or cache (not virtual), "
+             "at most 8. Required for a virtual registry, not allowed for "
+             "another."},
+    {REGISTRY(read), T_ENUM, "anonymous", .values = read_values,
+     .help = "Who may pull from the registry: anonymous, anyone; token, "
+             "only clients that log in (docker login, podman login, "
+             "skopeo --creds) with a token that has the pull action for "
+             "it."},
+    {REGISTRY(upload_ttl), T_SECONDS, "1h",
+     .help = "How long a hosted registry keeps an unfinished blob upload "
+             "after its last request; then the session is forgotten and "
+             "its temporary file removed."},
+    {REGISTRY(max_upload_size), T_SIZE, "1G",
+     .help = "The largest blob a hosted registry takes (a manifest: at "
+             "most 4M); a bigger one is refused (413 SIZE_INVALID) and "
+             "nothing is stored. The web server in front must not limit "
+             "request bodies below it: the shipped configs allow 1G."},
+    /* "delete" in the file; allow_delete in the struct */
+    {"registry", "delete", offsetof(struct conf_registry, allow_delete),
+     T_BOOL, "no",
+     .help = "Whether a hosted registry takes DELETE of a manifest (by "
+             "digest, with every tag that names it), of a tag, and of a "
+             "blob of a repository, by holders of a token with the delete "
+             "action. What nothing names any more is garbage for larder "
+             "gc. Off, a DELETE is a 405 UNSUPPORTED."},
 };
 
 #undef LARDER

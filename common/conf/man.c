@@ -144,9 +144,17 @@ int conf_dump(const struct conf *c, struct buf *out)
 		const struct conf_registry *r = &c->registry[j];
 
 		err = buf_addf(out, "\n[registry \"%s\"]\n", r->name);
-		for (size_t i = 0; i < CONF_NKEYS && !err; i++)
-			if (!strcmp(conf_keys[i].section, "registry"))
-				err = dump_key(out, r, &conf_keys[i]);
+		for (size_t i = 0; i < CONF_NKEYS && !err; i++) {
+			if (strcmp(conf_keys[i].section, "registry"))
+				continue;
+			/* only a cache has an upstream, a virtual layers */
+			if ((r->type != CONF_REGISTRY_CACHE &&
+			     !strcmp(conf_keys[i].name, "upstream")) ||
+			    (r->type != CONF_REGISTRY_VIRTUAL &&
+			     !strcmp(conf_keys[i].name, "layers")))
+				continue;
+			err = dump_key(out, r, &conf_keys[i]);
+		}
 	}
 	return err;
 }

@@ -161,11 +161,13 @@ int token_from_authorization(const char *value, char id[TOKEN_ID_HEX + 1],
 	return token_parse((const char *)plain, skip - 1, id, secret);
 }
 
-static const char *const action_names[] = {"upload", "yank", "delete", "read"};
+static const char *const action_names[] = {"upload", "yank", "delete",
+                                           "read", "pull", "push"};
+#define NACTIONS (sizeof(action_names) / sizeof(action_names[0]))
 
 const char *token_action_name(unsigned action)
 {
-	for (unsigned i = 0; i < 4; i++)
+	for (unsigned i = 0; i < NACTIONS; i++)
 		if (action == 1u << i)
 			return action_names[i];
 	return "?";
@@ -188,7 +190,7 @@ int token_actions_parse(const char *list, unsigned *mask, char *err,
 			n--;
 		if (n) {
 			bit = 0;
-			for (unsigned i = 0; i < 4; i++)
+			for (unsigned i = 0; i < NACTIONS; i++)
 				if (strlen(action_names[i]) == n &&
 				    !strncmp(p, action_names[i], n))
 					bit = 1u << i;
@@ -196,7 +198,8 @@ int token_actions_parse(const char *list, unsigned *mask, char *err,
 				snprintf(err, errlen,
 				         "unknown action \"%.*s\" "
 				         "(expected upload, yank, delete, "
-				         "read)",
+				         "read, or for a registry pull, push, "
+				         "delete)",
 				         (int)(n > 64 ? 64 : n), p);
 				return EINVAL;
 			}
@@ -209,7 +212,7 @@ int token_actions_parse(const char *list, unsigned *mask, char *err,
 	if (!*mask) {
 		snprintf(err, errlen,
 		         "no actions given (expected some of "
-		         "upload, yank, delete, read)");
+		         "upload, yank, delete, read, pull, push)");
 		return EINVAL;
 	}
 	return 0;
@@ -222,7 +225,7 @@ int token_actions_format(unsigned mask, char *out, size_t len)
 	if (!len)
 		return ENAMETOOLONG;
 	out[0] = '\0';
-	for (unsigned i = 0; i < 4; i++) {
+	for (unsigned i = 0; i < NACTIONS; i++) {
 		if (!(mask & (1u << i)))
 			continue;
 		w = strlen(action_names[i]) + (o ? 1 : 0);
@@ -376,4 +379,52 @@ int token_read_required(const struct conf *c, int idx)
 	if (idx < 0 || (size_t)idx >= c->nindex)
 		return 0;
 	return read_required(c, idx, 0);
+}
+
+int token_repo_globs_normalize(const char *in, char *out, size_t len,
+                               char *err, size_t errlen)
+{
+	size_t o = 0, limit;
+
+	if (!len)
+		return EINVAL;
+	limit = len - 1 > NAMES_MAX_GLOBS ? NAMES_MAX_GLOBS : len - 1;
+	for (const char *p = in; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (is_blank((char)c)) {
+			if (o && out[o - 1] != ' ') {
+				if (o >= limit)
+					goto too_long;
+				out[o++] = ' ';
+			}
+			continue;
+		}
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-' || c == '/' ||
+		      c == '*' || c == '?')) {
+			snprintf(err, errlen, "repository glob \"%.64s\": %s",
+			         in,
+			         "expected lowercase letters, digits, '.', "
+			         "'_', '-', '/', '*' and '?'");
+			out[0] = '\0';
+			return EINVAL;
+		}
+		if (o >= limit)
+			goto too_long;
+		out[o++] = (char)c;
+	}
+	while (o && out[o - 1] == ' ')
+		o--;
+	out[o] = '\0';
+	if (!o) {
+		snprintf(err, errlen, "no repository globs given");
+		return EINVAL;
+	}
+	return 0;
+too_long:
+	snprintf(err, errlen, "repository globs: longer than %zu bytes",
+	         limit);
+	out[0] = '\0';
+	return EINVAL;
 }

@@ -30,8 +30,18 @@ enum token_action {
 	TOKEN_YANK = 2,
 	TOKEN_DELETE = 4,
 	TOKEN_READ = 8,
+	TOKEN_PULL = 16, /* a registry's: read images */
+	TOKEN_PUSH = 32, /* a registry's: push blobs and manifests */
 };
+/* The actions of a token for an index, and of one for a registry (whose
+ * delete is TOKEN_DELETE too). */
 #define TOKEN_ALL_ACTIONS 15u
+#define TOKEN_REGISTRY_ACTIONS (TOKEN_PULL | TOKEN_PUSH | TOKEN_DELETE)
+#define TOKEN_ANY_ACTIONS 63u
+/* What a token for a registry has in its index column: this prefix and
+ * the registry's name (an index name never holds ':'). */
+#define TOKEN_REGISTRY_PREFIX "registry:"
+
 
 /* Writes "lt_ID_SECRET" to out (len bytes, at least TOKEN_TEXT_LEN + 1).
  * Returns 0, EINVAL when id or secret is not lowercase hex of its length,
@@ -63,6 +73,14 @@ int token_from_authorization(const char *value, char id[TOKEN_ID_HEX + 1],
  * the unknown word (or saying the list is empty). */
 int token_actions_parse(const char *list, unsigned *mask, char *err,
                         size_t errlen);
+
+/* Normalises a list of repository globs (OCI names: lowercase letters,
+ * digits, '.', '_', '-', '/', and the wildcards '*' and '?'; '*' also runs
+ * over '/') with single spaces between globs, into out. Returns 0, or
+ * EINVAL with a reason in err: an empty list, another byte, or a list
+ * longer than NAMES_MAX_GLOBS (or than out). */
+int token_repo_globs_normalize(const char *in, char *out, size_t len,
+                               char *err, size_t errlen);
 
 /* Writes mask as "upload,yank,delete,read" (in that order, only the bits
  * set) to out. Returns 0 or ENAMETOOLONG. */

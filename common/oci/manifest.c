@@ -287,11 +287,22 @@ int oci_manifest_parse(const char *data, size_t len, const char *content_type,
 		    is_version = !strcmp(key, "schemaVersion"),
 		    is_config = !strcmp(key, "config"),
 		    is_layers = !strcmp(key, "layers"),
-		    is_manifests = !strcmp(key, "manifests");
+		    is_manifests = !strcmp(key, "manifests"),
+		    is_subject = !strcmp(key, "subject"),
+		    is_artifact = !strcmp(key, "artifactType");
 
 		t = json_value(&r);
 		if (t == JSON_ERROR) {
 			rc = fail(&r, err, errlen, "bad JSON");
+		} else if (is_subject) {
+			if (t != JSON_OBJECT)
+				rc = fail(&r, err, errlen, "bad subject");
+			else
+				rc = descriptor(&r, &m->subject, err, errlen);
+		} else if (is_artifact) {
+			if (t != JSON_STRING || take(&r, m->artifact_type,
+			                             sizeof(m->artifact_type)))
+				rc = fail(&r, err, errlen, "bad artifactType");
 		} else if (is_type) {
 			if (t != JSON_STRING || take(&r, field, sizeof(field)))
 				rc = fail(&r, err, errlen, "bad mediaType");

@@ -41,6 +41,10 @@ struct oci_manifest {
 	struct oci_descriptor config;       /* a manifest's; digest "" if none */
 	struct oci_descriptor *desc;        /* layers, or an index's children */
 	size_t n;
+	struct oci_descriptor subject;      /* what it refers to (the
+	                                       referrers API); digest "" if
+	                                       none */
+	char artifact_type[OCI_MAX_MEDIA_TYPE + 1]; /* "" if none */
 };
 
 /* The media type a Content-Type names (parameters and case ignored). */

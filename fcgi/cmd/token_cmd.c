@@ -19,6 +19,9 @@ static const char usage_text[] =
     "upload,yank,delete,read\n"
     "                        [--projects GLOB...] [--expires 90d|never] "
     "[--note TEXT]\n"
+    "       larder token add --registry NAME --actions pull,push,delete\n"
+    "                        [--repositories GLOB...] [--expires 90d|never] "
+    "[--note TEXT]\n"
     "       larder token list\n"
     "       larder token revoke ID\n";
 
@@ -65,18 +68,119 @@ static int add_globs(char *globs, size_t len, const char *more)
 	return w < 0 || (size_t)w >= len - n ? ENAMETOOLONG : 0;
 }
 
+/* Checks note, fills in t's note, dates and secret, stores t and prints
+ * the token. Returns 0 or 2 (said on err). */
+static int store(const struct conf *c, struct db_token *t, const char *note,
+                 long long ttl, FILE *out, FILE *err)
+{
+	char secret[TOKEN_SECRET_HEX + 1], text[TOKEN_TEXT_LEN + 1];
+	struct db *db = NULL;
+	int rc = 2;
+
+	if (strlen(note) >= sizeof(t->note)) {
+		fprintf(err,
+		        "larder token add: --note: longer than %zu "
+		        "bytes\n",
+		        sizeof(t->note) - 1);
+		return 2;
+	}
+	for (const char *p = note; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			fprintf(err, "larder token add: --note: no control "
+			             "characters (tabs, newlines)\n");
+			return 2;
+		}
+	snprintf(t->note, sizeof(t->note), "%s", note);
+	t->created = (long long)time(NULL);
+	t->expires = ttl ? t->created + ttl : 0;
+	if (open_store(c, 1, &db, err))
+		return 2;
+	/* an id already taken (1 in 2^64): draw again */
+	for (int tries = 0; tries < 4; tries++) {
+		if (random_hex(t->id, TOKEN_ID_HEX / 2) ||
+		    random_hex(secret, TOKEN_SECRET_HEX / 2) ||
+		    random_hex(t->salt, TOKEN_SALT_HEX / 2)) {
+			fprintf(err, "larder token add: no random bytes\n");
+			goto done;
+		}
+		if (token_hash(t->salt, secret, t->hash)) {
+			fprintf(err, "larder token add: cannot hash\n");
+			goto done;
+		}
+		rc = db_token_put(db, t);
+		if (rc != EEXIST)
+			break;
+	}
+	if (rc) {
+		fprintf(err, "larder token add: cannot store the token: %s\n",
+		        strerror(rc));
+		rc = 2;
+		goto done;
+	}
+	token_format(t->id, secret, text, sizeof(text));
+	fprintf(out, "%s\n", text);
+	rc = 0;
+done:
+	memset(secret, 0, sizeof(secret));
+	memset(text, 0, sizeof(text));
+	db_close(db);
+	return rc;
+}
+
+/* larder token add --registry: a token whose index column says
+ * "registry:NAME", with pull, push and delete, for repository globs. */
+static int add_registry(const struct conf *c, const char *registry,
+                        const char *actions, const char *globs, int repos,
+                        const char *expires, const char *note, FILE *out,
+                        FILE *err)
+{
+	struct db_token t;
+	char why[512];
+	long long ttl;
+	unsigned mask;
+
+	memset(&t, 0, sizeof(t));
+	if (repos & 2) {
+		fprintf(err, "larder token add: --projects is for a token of "
+		             "an --index; a --registry takes --repositories\n");
+		return 2;
+	}
+	if (conf_registry_find(c, registry, strlen(registry)) < 0) {
+		fprintf(err,
+		        "larder token add: --registry %s: no such registry "
+		        "in the config (%s)\n",
+		        registry, c->source ? c->source : "built-in defaults");
+		return 2;
+	}
+	if (token_actions_parse(actions, &mask, why, sizeof(why)) ||
+	    token_repo_globs_normalize(*globs ? globs : "*", t.projects,
+	                               sizeof(t.projects), why, sizeof(why)) ||
+	    token_duration_parse(expires, &ttl, why, sizeof(why))) {
+		fprintf(err, "larder token add: %s\n", why);
+		return 2;
+	}
+	if (mask & ~TOKEN_REGISTRY_ACTIONS) {
+		fprintf(err, "larder token add: a registry's actions are pull, "
+		             "push and delete\n");
+		return 2;
+	}
+	snprintf(t.index, sizeof(t.index), TOKEN_REGISTRY_PREFIX "%s",
+	         registry);
+	token_actions_format(mask, t.actions, sizeof(t.actions));
+	return store(c, &t, note, ttl, out, err);
+}
+
 static int add(const struct conf *c, int argc, char **argv, FILE *out,
                FILE *err)
 {
 	const char *index = NULL, *actions = NULL, *expires = "never";
+	const char *registry = NULL;
+	int repos = 0;
 	const char *note = "";
-	char globs[2048] = "", why[512], text[TOKEN_TEXT_LEN + 1];
-	char secret[TOKEN_SECRET_HEX + 1];
+	char globs[2048] = "", why[512];
 	struct db_token t;
-	struct db *db = NULL;
 	long long ttl;
 	unsigned mask;
-	int rc = 2;
 
 	memset(&t, 0, sizeof(t));
 	for (int i = 1; i < argc; i++) {
@@ -88,13 +192,17 @@ static int add(const struct conf *c, int argc, char **argv, FILE *out,
 		}
 		if (!strcmp(opt, "--index")) {
 			index = argv[++i];
+		} else if (!strcmp(opt, "--registry")) {
+			registry = argv[++i];
 		} else if (!strcmp(opt, "--actions")) {
 			actions = argv[++i];
 		} else if (!strcmp(opt, "--expires")) {
 			expires = argv[++i];
 		} else if (!strcmp(opt, "--note")) {
 			note = argv[++i];
-		} else if (!strcmp(opt, "--projects")) {
+		} else if (!strcmp(opt, "--projects") ||
+		           !strcmp(opt, "--repositories")) {
+			repos |= !strcmp(opt, "--repositories") ? 1 : 2;
 			/* several globs: the flag again, or after it */
 			do {
 				if (add_globs(globs, sizeof(globs),
@@ -109,11 +217,19 @@ static int add(const struct conf *c, int argc, char **argv, FILE *out,
 			return 2;
 		}
 	}
-	if (!index || !actions) {
+	if (!!index == !!registry || !actions) {
 		fprintf(err,
-		        "larder token add: --index and --actions are "
-		        "required\n%s",
+		        "larder token add: --actions and one of --index and "
+		        "--registry are required\n%s",
 		        usage_text);
+		return 2;
+	}
+	if (registry)
+		return add_registry(c, registry, actions, globs, repos, expires,
+		                    note, out, err);
+	if (repos & 1) {
+		fprintf(err, "larder token add: --repositories is for a "
+		             "token of a --registry\n");
 		return 2;
 	}
 	if (conf_index_find(c, index) < 0) {
@@ -141,55 +257,14 @@ static int add(const struct conf *c, int argc, char **argv, FILE *out,
 		        index);
 		return 2;
 	}
-	if (strlen(note) >= sizeof(t.note)) {
-		fprintf(err,
-		        "larder token add: --note: longer than %zu "
-		        "bytes\n",
-		        sizeof(t.note) - 1);
+	if (mask & ~TOKEN_ALL_ACTIONS) {
+		fprintf(err, "larder token add: an index's actions are upload, "
+		             "yank, delete and read\n");
 		return 2;
 	}
-	for (const char *p = note; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-			fprintf(err, "larder token add: --note: no control "
-			             "characters (tabs, newlines)\n");
-			return 2;
-		}
 	snprintf(t.index, sizeof(t.index), "%s", index);
-	snprintf(t.note, sizeof(t.note), "%s", note);
 	token_actions_format(mask, t.actions, sizeof(t.actions));
-	t.created = (long long)time(NULL);
-	t.expires = ttl ? t.created + ttl : 0;
-	if (open_store(c, 1, &db, err))
-		return 2;
-	/* an id already taken (1 in 2^64): draw again */
-	for (int tries = 0; tries < 4; tries++) {
-		if (random_hex(t.id, TOKEN_ID_HEX / 2) ||
-		    random_hex(secret, TOKEN_SECRET_HEX / 2) ||
-		    random_hex(t.salt, TOKEN_SALT_HEX / 2)) {
-			fprintf(err, "larder token add: no random bytes\n");
-			goto done;
-		}
-		if (token_hash(t.salt, secret, t.hash)) {
-			fprintf(err, "larder token add: cannot hash\n");
-			goto done;
-		}
-		rc = db_token_put(db, &t);
-		if (rc != EEXIST)
-			break;
-	}
-	if (rc) {
-		fprintf(err, "larder token add: cannot store the token: %s\n",
-		        strerror(rc));
-		rc = 2;
-		goto done;
-	}
-	token_format(t.id, secret, text, sizeof(text));
-	fprintf(out, "%s\n", text);
-	rc = 0;
-done:
-	memset(secret, 0, sizeof(secret));
-	db_close(db);
-	return rc;
+	return store(c, &t, note, ttl, out, err);
 }
 
 /* Writes unix time t as 2025-01-31T12:00:00Z. */

@@ -7,11 +7,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/http/token.h"
 #include "common/oci/manifest.h"
 #include "common/oci/ref.h"
 #include "common/oci/tags.h"
 #include "common/url.h"
+#include "fcgi/oci/access.h"
 #include "fcgi/oci/oci.h"
+#include "fcgi/oci/push.h"
 #include "fcgi/oci/refs.h"
 #include "fcgi/server/fetcher.h"
 #include "fcgi/server/send.h"
@@ -115,6 +118,12 @@ static void send_row(struct worker *w, struct req *r,
 	if (o.expires <= time(NULL))
 		o.expires = 1; /* stale: a date in the past */
 	o.inline_body = o.front_cache = cache && strcmp(cache, "1") == 0;
+	/* nginx keeps an answer under its URL whatever the method: never a
+	 * HEAD's, which has no body, for the GETs after it */
+	if (r->head && o.front_cache) {
+		o.front_cache = 0;
+		req_header(r, "X-Accel-Expires", "0");
+	}
 	if (digest)
 		req_header(r, "Docker-Content-Digest", "sha256:%s",
 		           row->sha256);
@@ -537,6 +546,11 @@ void oci_serve(struct worker *w, struct req *r)
 
 	memset(&x, 0, sizeof(x));
 	req_header(r, "Docker-Distribution-API-Version", "registry/2.0");
+	/* uploads, and any method but GET and HEAD: the push side */
+	if (oci_push_claims(r->method, r->path)) {
+		oci_push_serve(w, r);
+		return;
+	}
 	oci_route_parse(r->method, r->path, &x.rt);
 	switch (x.rt.kind) {
 	case OCI_ERROR:
@@ -545,6 +559,8 @@ void oci_serve(struct worker *w, struct req *r)
 		fail(r, x.rt.status, x.rt.code, x.rt.reason);
 		return;
 	case OCI_BASE:
+		if (oci_access_base(w, r))
+			return;
 		req_header(r, "Cache-Control", "no-store");
 		req_reply(r, 200, OCI_JSON_TYPE, base, sizeof(base) - 1);
 		return;
@@ -558,6 +574,21 @@ void oci_serve(struct worker *w, struct req *r)
 	}
 	x.reg = &w->conf->registry[ri];
 	x.name = x.rt.name;
+	if (oci_access_allow(w, r, ri, rest, TOKEN_PULL))
+		return;
+	if (x.reg->read == CONF_READ_TOKEN)
+		r->private_index = 1; /* no shared cache keeps its answers */
+	/* a virtual registry: the layer that serves this name */
+	ri = oci_virtual_pick(w, ri, rest, 0);
+	if (ri < 0) {
+		fail(r, 404, "NAME_UNKNOWN", "no layer serves that name");
+		return;
+	}
+	x.reg = &w->conf->registry[ri];
+	if (x.reg->type == CONF_REGISTRY_HOSTED) {
+		oci_push_pull(w, r, ri, rest, &x.rt);
+		return;
+	}
 	if (oci_up_open(w, ri, rest, &x.up)) {
 		fail(r, 400, "NAME_INVALID", "name too long");
 		return;

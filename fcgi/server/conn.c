@@ -282,14 +282,16 @@ static enum conn_state parse(struct conn *c)
 			cl = conn_env(c, "CONTENT_LENGTH");
 			/* a chunked upload comes with no length (nginx with
 			 * fastcgi_request_buffering off passes it on as it
-			 * comes): a POST or PUT without one has a body too */
+			 * comes): a POST, PUT or PATCH (a registry's upload
+			 * chunk) without one has a body too */
 			if (cl && *cl) {
 				c->has_body = strtoll(cl, NULL, 10) > 0;
 			} else {
 				const char *m = conn_env(c, "REQUEST_METHOD");
 
 				c->has_body = m && (!strcmp(m, "POST") ||
-						    !strcmp(m, "PUT"));
+						    !strcmp(m, "PUT") ||
+						    !strcmp(m, "PATCH"));
 			}
 			if (c->has_body)
 				return CONN_READY;

@@ -70,6 +70,12 @@ static const char schema[] =
 	"  size INTEGER NOT NULL,"
 	"  PRIMARY KEY (registry, name, sha256));"
 	"CREATE INDEX IF NOT EXISTS oci_blobs_sha ON oci_blobs (sha256);"
+	/* a hosted registry's blob upload sessions: the temp file in DATA/tmp
+	 * holds the bytes so far (schema 9) */
+	"CREATE TABLE IF NOT EXISTS oci_uploads ("
+	"  id TEXT PRIMARY KEY, registry TEXT NOT NULL, name TEXT NOT NULL,"
+	"  tmp TEXT NOT NULL, size INTEGER NOT NULL,"
+	"  touched INTEGER NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS oci_tokens ("
 	"  registry TEXT NOT NULL, scope TEXT NOT NULL, value TEXT NOT NULL,"
 	"  expires_at INTEGER NOT NULL,"
@@ -236,6 +242,36 @@ static const char *const sql[S_COUNT] = {
 			    " (?1, ?2, ?3, ?4)",
 	[S_OCI_TOKEN_DELETE] = "DELETE FROM oci_tokens"
 			       " WHERE registry = ?1 AND scope = ?2",
+	[S_OCI_UPLOAD_PUT] = "INSERT INTO oci_uploads VALUES"
+			     " (?1, ?2, ?3, ?4, ?5, ?6)",
+	[S_OCI_UPLOAD_GET] = "SELECT registry, name, tmp, size, touched"
+			     " FROM oci_uploads WHERE id = ?1",
+	[S_OCI_UPLOAD_SIZE] = "UPDATE oci_uploads SET size = ?2, touched = ?3"
+			      " WHERE id = ?1",
+	[S_OCI_UPLOAD_DELETE] = "DELETE FROM oci_uploads WHERE id = ?1",
+	[S_OCI_UPLOAD_EXPIRED] = "SELECT id, registry, name, tmp, size,"
+				 " touched FROM oci_uploads"
+				 " WHERE touched < ?1 LIMIT 64",
+	/* a hosted repository's tags: what is neither a digest nor a list */
+	[S_OCI_TAGS] = "SELECT ref FROM oci_refs WHERE registry = ?1"
+		       " AND name = ?2 AND status = 200 AND ref NOT LIKE '%:%'"
+		       " AND ref NOT LIKE '/%' ORDER BY ref",
+	/* a hosted repository's referrers of one subject: the rows
+	 * "/refers/<subject>/<digest>" */
+	[S_OCI_REFERS] = "SELECT sha256, media_type, etag FROM oci_refs"
+			 " WHERE registry = ?1 AND name = ?2"
+			 " AND substr(ref, 1, length(?3)) = ?3 ORDER BY ref",
+	[S_OCI_REF_DELETE] = "DELETE FROM oci_refs WHERE registry = ?1"
+			     " AND name = ?2 AND ref = ?3",
+	/* a manifest, every tag that names it, and its place among its
+	 * subject's referrers */
+	[S_OCI_REF_DELETE_SHA] = "DELETE FROM oci_refs WHERE registry = ?1"
+				 " AND name = ?2 AND sha256 = ?3"
+				 " AND ref NOT LIKE '/blob/%'",
+	[S_OCI_BLOB_DELETE] = "DELETE FROM oci_blobs WHERE registry = ?1"
+			      " AND name = ?2 AND sha256 = ?3",
+	[S_OCI_REPO_KNOWN] = "SELECT 1 FROM oci_refs WHERE registry = ?1"
+			     " AND name = ?2 AND status = 200 LIMIT 1",
 	/* a row's size only grows: a page's .gz copy made after its blob
 	 * was recorded (storage/blob.h) is counted from then on */
 	[S_BLOB_ADD] = "INSERT INTO blobs VALUES (?1, ?2, ?3)"

@@ -26,6 +26,8 @@
 
 #include <stddef.h>
 
+#include "common/buf.h"
+
 struct db;
 
 struct db_page {
@@ -315,6 +317,60 @@ int db_oci_blob_get(struct db *db, const char *registry, const char *name,
  * 0 (it was), ENOENT, or EIO. */
 int db_oci_blob_known(struct db *db, const char *registry,
 		      const char *sha256);
+
+/* A hosted registry's blob upload session. */
+struct db_oci_upload {
+	char id[33];              /* hex, the URL's session id */
+	char registry[101];
+	char name[256];           /* the repository inside the registry */
+	char tmp[4096];           /* its temp file, absolute */
+	long long size;           /* bytes received so far */
+	long long touched;        /* unix seconds of its last request */
+};
+
+/* Stores a new session. Returns 0 or EIO. */
+int db_oci_upload_put(struct db *db, const struct db_oci_upload *u);
+
+/* Reads session id. Returns 0, ENOENT, or EIO. */
+int db_oci_upload_get(struct db *db, const char *id, struct db_oci_upload *u);
+
+/* Records that session id holds size bytes as of now. Returns 0 or EIO. */
+int db_oci_upload_size(struct db *db, const char *id, long long size,
+                       long long now);
+
+/* Forgets session id. Returns 0 or EIO. */
+int db_oci_upload_delete(struct db *db, const char *id);
+
+/* Reads up to max sessions untouched since before into u; *n says how
+ * many. Returns 0 or EIO. */
+int db_oci_upload_expired(struct db *db, long long before,
+                          struct db_oci_upload *u, size_t max, size_t *n);
+
+/* Appends to out the JSON array of a hosted repository's tags, sorted
+ * (["a","b"]). Returns 0, ENOMEM, or EIO. */
+int db_oci_tags(struct db *db, const char *registry, const char *name,
+                struct buf *out);
+
+/* Calls fn with the manifest digest (hex), media type and artifact type
+ * of every reference row of (registry, name) whose ref starts with
+ * prefix, in ref order, after reading them all. Returns 0, ENOMEM, or
+ * EIO. */
+int db_oci_refers(struct db *db, const char *registry, const char *name,
+                  const char *prefix,
+                  void (*fn)(const char *sha256, const char *media_type,
+                             const char *artifact_type, void *ctx),
+                  void *ctx);
+
+/* Deletes from (registry, name): ref (a tag; ref NULL: every row that
+ * names manifest sha256, its digest, tags and referrer rows), or, with
+ * blob set, the blob sha256. Returns 0, ENOENT when there was none, or
+ * EIO. */
+int db_oci_delete(struct db *db, const char *registry, const char *name,
+                  const char *ref, const char *sha256, int blob);
+
+/* Returns 0 when registry holds anything under repository name (a ref
+ * row), ENOENT when not, or EIO. */
+int db_oci_repo_known(struct db *db, const char *registry, const char *name);
 
 /* Reads the token for (registry, scope) and when it expires. Returns 0,
  * ENOENT, or EIO. */

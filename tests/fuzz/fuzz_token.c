@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 			abort();
 	}
 	if (token_actions_parse(actions, &mask, err, sizeof(err)) == 0) {
-		if (!mask || (mask & ~TOKEN_ALL_ACTIONS) ||
+		if (!mask || (mask & ~TOKEN_ANY_ACTIONS) ||
 		    token_actions_format(mask, list, sizeof(list)) != 0 ||
 		    token_actions_parse(list, &mask2, err, sizeof(err)) != 0 ||
 		    mask != mask2)

@@ -612,6 +612,8 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
     }}
     map $request_method $larder_upstream {{
         POST    larder_uploads;
+        PUT     larder_uploads;
+        PATCH   larder_uploads;
         default larder;
     }}
 
@@ -657,6 +659,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
             fastcgi_busy_buffers_size 32k;
             fastcgi_hide_header X-Larder-Cache;
             add_header X-Larder-Cache $larder_page_cache;
+            client_max_body_size 1g;
         }}
 
         location ~ /simple/ {{

@@ -139,4 +139,84 @@ static UNUSED const char *const registry_keys[] = {
     "username", "password_file", "library_prefix", "default",
 };
 
+/* An upstream URL as the dump writes it: its password masked. */
+static UNUSED const char *shown_url(const char *url)
+{
+	static char out[4096];
+
+	return url ? url_redact(url, out, sizeof(out)) : NULL;
+}
+
+/* Checks that dumping c, parsing that and dumping again gives the same
+ * text and the same values (an upstream's password reads back as ***). */
+static UNUSED void round_trip(const struct conf *c)
+{
+	struct conf d;
+	struct buf one, two;
+
+	dump(c, &one);
+	CHECK_INT(parse(&d, buf_str(&one)), 0);
+	CHECK_STR(errbuf, "");
+	/* the dump of a parse has no source; give it c's to compare */
+	if (c->source)
+		d.source = strdup(c->source);
+	CHECK_STR(dump(&d, &two), buf_str(&one));
+
+	CHECK_STR(d.data_dir, c->data_dir);
+	CHECK_INT(d.sendfile, c->sendfile);
+	CHECK_STR(d.sendfile_prefix, c->sendfile_prefix);
+	CHECK_INT(d.cache_ttl, c->cache_ttl);
+	CHECK_INT(d.max_stale, c->max_stale);
+	CHECK_INT(d.negative_ttl, c->negative_ttl);
+	CHECK_INT(d.connect_timeout, c->connect_timeout);
+	CHECK_INT(d.fetch_timeout, c->fetch_timeout);
+	CHECK_INT(d.max_page_size, c->max_page_size);
+	CHECK_INT(d.trust_forwarded, c->trust_forwarded);
+	CHECK_INT(d.max_requests, c->max_requests);
+	CHECK_INT(d.workers, c->workers);
+	CHECK_INT(d.nindex, c->nindex);
+	for (size_t i = 0; i < d.nindex && i < c->nindex; i++) {
+		const struct conf_index *x = &c->index[i], *y = &d.index[i];
+
+		CHECK_STR(y->name, x->name);
+		CHECK_INT(y->type, x->type);
+		if (x->type == CONF_INDEX_CACHE) {
+			CHECK_STR(y->upstream, shown_url(x->upstream));
+			CHECK_STR(y->trusted_hosts, x->trusted_hosts);
+		} else {
+			CHECK_STR(y->layers, x->layers);
+			CHECK_INT(y->nlayers, x->nlayers);
+			for (size_t l = 0; l < y->nlayers; l++)
+				CHECK_INT(y->layer[l], x->layer[l]);
+		}
+	}
+	CHECK_INT(d.nregistry, c->nregistry);
+	for (size_t i = 0; i < d.nregistry && i < c->nregistry; i++) {
+		const struct conf_registry *x = &c->registry[i];
+		const struct conf_registry *y = &d.registry[i];
+
+		CHECK_STR(y->name, x->name);
+		if (x->upstream)
+			CHECK_STR(y->upstream, shown_url(x->upstream));
+		else
+			CHECK_INT(y->upstream == NULL, 1);
+		CHECK_INT(y->type, x->type);
+		CHECK_INT(y->read, x->read);
+		CHECK_INT(y->upload_ttl, x->upload_ttl);
+		CHECK_INT(y->max_upload_size, x->max_upload_size);
+		CHECK_INT(y->allow_delete, x->allow_delete);
+		CHECK_INT(y->nlayers, x->nlayers);
+		CHECK_INT(y->cache_ttl, x->cache_ttl);
+		CHECK_INT(y->max_stale, x->max_stale);
+		CHECK_STR(y->trusted_hosts, x->trusted_hosts);
+		CHECK_STR(y->username, x->username);
+		CHECK_STR(y->password_file, x->password_file);
+		CHECK_INT(y->library_prefix, x->library_prefix);
+		CHECK_INT(y->is_default, x->is_default);
+	}
+	buf_free(&one);
+	buf_free(&two);
+	conf_free(&d);
+}
+
 #endif

@@ -142,7 +142,8 @@ T(unknown_keys_and_hints)
 	          "sections)");
 	CHECK_STR(fails("[larder]\nlayers = a\n"),
 	          "larder.conf:2: unknown key \"layers\" in [larder] (it "
-	          "belongs in [index \"NAME\"] sections)");
+	          "belongs in [index \"NAME\"] or [registry \"NAME\"] "
+	          "sections)");
 	CHECK_STR(fails("[index \"p\"]\ntype = cache\ncache_ttl = 5\n"),
 	          "larder.conf:3: unknown key \"cache_ttl\" in [index \"p\"] "
 	          "(it belongs in [larder] or [registry \"NAME\"] sections)");

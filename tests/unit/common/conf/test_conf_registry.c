@@ -424,8 +424,8 @@ T(registry_unknown_keys)
 	CHECK_STR(fails("[registry \"r\"]\ndefualt = yes\n"),
 	          "larder.conf:2: unknown key \"defualt\" in [registry \"r\"] "
 	          "(did you mean default?)");
-	CHECK_STR(fails("[registry \"r\"]\ntype = cache\n"),
-	          "larder.conf:2: unknown key \"type\" in [registry \"r\"] (it "
+	CHECK_STR(fails("[registry \"r\"]\npolicy = fallback\n"),
+	          "larder.conf:2: unknown key \"policy\" in [registry \"r\"] (it "
 	          "belongs in [index \"NAME\"] sections)");
 	CHECK_STR(fails("[registry \"r\"]\nworkers = 2\n"),
 	          "larder.conf:2: unknown key \"workers\" in [registry \"r\"] "
@@ -440,6 +440,64 @@ T(registry_unknown_keys)
 	    fails("[index \"p\"]\ntype = cache\nusername = x\n"),
 	    "larder.conf:3: unknown key \"username\" in [index \"p\"] (it "
 	    "belongs in [registry \"NAME\"] sections)");
+}
+
+/* type = hosted: no upstream, pushes; read, upload_ttl, max_upload_size. */
+T(registry_hosted)
+{
+	struct conf c;
+
+	CHECK_INT(parse(&c, "[registry \"mine\"]\ntype = hosted\n"
+	                    "read = token\nupload_ttl = 10m\n"
+	                    "max_upload_size = 64M\ndelete = yes\n"),
+	          0);
+	CHECK_INT(c.registry[0].allow_delete, 1);
+	CHECK_INT(c.registry[0].type, CONF_REGISTRY_HOSTED);
+	CHECK_INT(c.registry[0].read, CONF_READ_TOKEN);
+	CHECK_INT((int)c.registry[0].upload_ttl, 600);
+	CHECK_INT((int)(c.registry[0].max_upload_size >> 20), 64);
+	round_trip(&c);
+	conf_free(&c);
+	CHECK_INT(parse(&c, "[registry \"r\"]\nupstream = https://r/\n"), 0);
+	CHECK_INT(c.registry[0].type, CONF_REGISTRY_CACHE);
+	CHECK_INT(c.registry[0].read, CONF_READ_ANONYMOUS);
+	conf_free(&c);
+	CHECK_STR(fails("[registry \"r\"]\ntype = hosted\n"
+	                "upstream = https://r/\n"),
+	          "larder.conf:3: [registry \"r\"]: a hosted registry has no "
+	          "upstream");
+	CHECK_CONTAINS(fails("[registry \"r\"]\ntype = cache\n"),
+	               "registry r has no upstream");
+	CHECK_CONTAINS(fails("[registry \"r\"]\ntype = virtual\n"),
+	               "a virtual registry needs layers");
+	CHECK_INT(parse(&c, "[registry \"h\"]\ntype = hosted\n"
+	                    "[registry \"c\"]\nupstream = https://r/\n"
+	                    "[registry \"v\"]\ntype = virtual\n"
+	                    "layers = h c\ndefault = yes\n"),
+	          0);
+	CHECK_INT(c.registry[2].type, CONF_REGISTRY_VIRTUAL);
+	CHECK_INT((int)c.registry[2].nlayers, 2);
+	CHECK_INT((int)c.registry[2].layer[0], 0);
+	CHECK_INT((int)c.registry[2].layer[1], 1);
+	round_trip(&c);
+	conf_free(&c);
+	CHECK_CONTAINS(fails("[registry \"h\"]\ntype = hosted\n"
+	                     "[registry \"v\"]\ntype = virtual\n"
+	                     "layers = h nope\n"),
+	               "layer \"nope\" is not a hosted or cache registry");
+	CHECK_CONTAINS(fails("[registry \"v\"]\ntype = virtual\nlayers = v\n"),
+	               "layer \"v\"");
+	CHECK_CONTAINS(fails("[registry \"h\"]\ntype = hosted\nread = token\n"
+	                     "[registry \"v\"]\ntype = virtual\nlayers = h\n"),
+	               "so v needs read = token too");
+	CHECK_CONTAINS(fails("[registry \"h\"]\ntype = hosted\nlayers = h\n"),
+	               "only a virtual registry has layers");
+	CHECK_CONTAINS(fails("[registry \"h\"]\ntype = hosted\n"
+	                     "[registry \"v\"]\ntype = virtual\nlayers = h\n"
+	                     "upstream = https://x/\n"),
+	               "a virtual registry has no upstream");
+	CHECK_CONTAINS(fails("[registry \"r\"]\ntype = hosted\nread = some\n"),
+	               "larder.conf:3:");
 }
 
 T(registry_failed_parse_changes_nothing)
@@ -478,6 +536,7 @@ int main(void)
 	RUN(registry_names);
 	RUN(registry_duplicates_and_limits);
 	RUN(registry_unknown_keys);
+	RUN(registry_hosted);
 	RUN(registry_failed_parse_changes_nothing);
 	return t_done();
 }

@@ -59,6 +59,36 @@ T(image_manifest)
 	oci_manifest_free(&m);
 }
 
+/* An artifact: its artifactType and the subject it refers to. */
+T(subject)
+{
+	struct oci_manifest m;
+	char err[200];
+	const char *a =
+	    "{\"schemaVersion\":2,\"artifactType\":\"application/spdx+json\","
+	    "\"config\":{\"mediaType\":\"application/vnd.oci.empty.v1+json\","
+	    "\"digest\":\"" D1 "\",\"size\":2},\"layers\":[],"
+	    "\"subject\":{\"mediaType\":\"application/vnd.oci.image.manifest."
+	    "v1+json\",\"digest\":\"" D2 "\",\"size\":7,"
+	    "\"annotations\":{\"a\":\"b\"}}}";
+
+	CHECK_INT(parse(a, NULL, &m, err), 0);
+	CHECK_STR(m.subject.digest, D2);
+	CHECK_INT(m.subject.size, 7);
+	CHECK_STR(m.artifact_type, "application/spdx+json");
+	oci_manifest_free(&m);
+	CHECK_INT(parse(manifest, NULL, &m, err), 0);
+	CHECK_STR(m.subject.digest, "");
+	CHECK_STR(m.artifact_type, "");
+	oci_manifest_free(&m);
+	CHECK_INT(parse("{\"schemaVersion\":2,\"layers\":[],"
+	                "\"subject\":\"x\"}", NULL, &m, err), EINVAL);
+	CHECK_INT(parse("{\"schemaVersion\":2,\"layers\":[],"
+	                "\"subject\":{\"size\":1}}", NULL, &m, err), EINVAL);
+	CHECK_INT(parse("{\"schemaVersion\":2,\"layers\":[],"
+	                "\"artifactType\":3}", NULL, &m, err), EINVAL);
+}
+
 T(manifest_list)
 {
 	struct oci_manifest m;
@@ -222,6 +252,7 @@ T(referrers_filter)
 int main(void)
 {
 	RUN(image_manifest);
+	RUN(subject);
 	RUN(manifest_list);
 	RUN(kind_without_media_type);
 	RUN(bad_manifests);
