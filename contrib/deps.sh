@@ -14,7 +14,7 @@ run="nginx-light"
 test="python3 python3-venv python3-pytest curl wrk
  twine python3-pdm python3-poetry python3-build python3-setuptools python3-wheel
  lighttpd apache2 libapache2-mod-fcgid libapache2-mod-xsendfile
- skopeo docker-registry openssl haproxy libfcgi-bin strace
+ skopeo podman docker-registry openssl haproxy libfcgi-bin strace
  clang libclang-rt-14-dev chromium libjansson-dev
  debhelper dpkg-dev fakeroot lintian man-db systemd"
 old="libfcgi-dev"

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import sqlite3
+import tempfile
 import subprocess
 import threading
 import time
@@ -607,8 +608,10 @@ def test_podman_push_pull(stack, tmp_path):
     root = str(tmp_path / "podman")
     env = stackmod.clean_env({"HOME": root, "XDG_RUNTIME_DIR": root,
                               "REGISTRY_AUTH_FILE": os.path.join(root, "auth.json")})
+    # podman refuses a runroot path longer than 50 characters
+    runroot = tempfile.mkdtemp(prefix="podman-", dir="/tmp")
     base = [PODMAN, "--storage-driver", "vfs", "--root", os.path.join(root, "storage"),
-            "--runroot", os.path.join(root, "run")]
+            "--runroot", runroot]
     ref = "%s/open/podman/app:1" % host(st)
 
     def run(*args):
@@ -616,14 +619,19 @@ def test_podman_push_pull(stack, tmp_path):
         assert p.returncode == 0, (args, p.stderr.decode()[-2000:])
         return p.stdout.decode()
 
-    run("login", "--tls-verify=false", "-u", "__token__", "-p", tok, host(st))
-    iid = run("pull", "-q", "oci:%s:1" % img.layout).split()[-1]
-    run("tag", iid, ref)
-    run("push", "--tls-verify=false", ref)
-    run("rmi", "-a", "-f")
-    run("pull", "--tls-verify=false", ref)
-    out = run("images", "--format", "{{.Repository}}:{{.Tag}}")
-    assert ref in out
+    try:
+        run("login", "--tls-verify=false", "-u", "__token__", "-p", tok, host(st))
+        iid = run("pull", "-q", "oci:%s:1" % img.layout).split()[-1]
+        run("tag", iid, ref)
+        run("push", "--tls-verify=false", ref)
+        run("rmi", "-a", "-f")
+        again = run("pull", "-q", "--tls-verify=false", ref).split()[-1]
+        # the same image ID: the config's digest, so the same bytes
+        assert again == iid
+        out = run("images", "--format", "{{.Repository}}:{{.Tag}}")
+        assert ref in out
+    finally:
+        shutil.rmtree(runroot, ignore_errors=True)
 
 
 def test_lighttpd_round_trip(tmp_path):
