@@ -601,8 +601,8 @@ class Bench:
         larder_extra's [larder] keys, when given)."""
         p = self.parties[name]
         if isinstance(p, partymod.Larder):
-            # as shipped (the tests' config turns the prefetch off)
-            keys = {"prefetch_metadata": "yes"}
+            # as shipped (the tests' config turns both prefetches off)
+            keys = {"prefetch_metadata": "yes", "prefetch_max": "4"}
             keys.update(kv.split("=", 1) for kv in self.args.larder_set)
             keys.update(larder_extra or {})
             p.larder_extra = keys
