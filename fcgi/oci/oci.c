@@ -13,6 +13,7 @@
 #include "common/oci/tags.h"
 #include "common/url.h"
 #include "fcgi/oci/access.h"
+#include "fcgi/oci/hosted.h"
 #include "fcgi/oci/oci.h"
 #include "fcgi/oci/push.h"
 #include "fcgi/oci/refs.h"
@@ -44,8 +45,8 @@ struct oci_ctx {
 	struct oci_up up;
 };
 
-static void fail(struct req *r, int status, const char *code,
-                 const char *message)
+void oci_fail(struct req *r, int status, const char *code,
+              const char *message)
 {
 	char shown[2048];
 	struct buf b;
@@ -73,22 +74,22 @@ static void fail_rc(struct req *r, int rc, const char *unknown_code,
 {
 	switch (rc) {
 	case ENOENT:
-		fail(r, 404, unknown_code,
+		oci_fail(r, 404, unknown_code,
 		     *err ? err : "unknown to the registry");
 		break;
 	case EACCES:
-		fail(r, 401, "UNAUTHORIZED", err);
+		oci_fail(r, 401, "UNAUTHORIZED", err);
 		break;
 	case EBUSY:
-		fail(r, 429, "TOOMANYREQUESTS", err);
+		oci_fail(r, 429, "TOOMANYREQUESTS", err);
 		break;
 	case ENETDOWN:
-		fail(r, 503, "UNAVAILABLE", err);
+		oci_fail(r, 503, "UNAVAILABLE", err);
 		break;
 	case EBADMSG:
 	case ETIMEDOUT:
 	default:
-		fail(r, rc == ETIMEDOUT ? 504 : 502, "UNKNOWN", err);
+		oci_fail(r, rc == ETIMEDOUT ? 504 : 502, "UNKNOWN", err);
 		break;
 	}
 }
@@ -128,7 +129,7 @@ static void send_row(struct worker *w, struct req *r,
 		req_header(r, "Docker-Content-Digest", "sha256:%s",
 		           row->sha256);
 	if (send_blob(w, r, row->sha256, &o))
-		fail(r, 500, "UNKNOWN", "the stored body is missing");
+		oci_fail(r, 500, "UNKNOWN", "the stored body is missing");
 }
 
 /* Looks up manifest ref (a tag, or a sha256 digest) into row, asking the
@@ -151,7 +152,7 @@ static int get_manifest(struct worker *w, struct req *r, struct oci_ctx *x,
 	q.expect = by_digest ? ref + 7 : "";
 	snprintf(what, sizeof(what), "manifests/%s", ref);
 	if (oci_up_url(&x->up, what, q.url, sizeof(q.url))) {
-		fail(r, 400, "NAME_INVALID", "name too long");
+		oci_fail(r, 400, "NAME_INVALID", "name too long");
 		return -1;
 	}
 	rc = oci_ref_get(w, x->reg, &x->up, &q, row, &r->cache, err,
@@ -176,7 +177,7 @@ static void manifest_for(struct worker *w, struct req *r, struct oci_ctx *x,
 	int rc, i;
 
 	if (x->rt.by_digest && strncmp(x->rt.ref, "sha256:", 7) != 0) {
-		fail(r, 400, "UNSUPPORTED", "only sha256 digests are cached");
+		oci_fail(r, 400, "UNSUPPORTED", "only sha256 digests are cached");
 		return;
 	}
 	snprintf(accept, sizeof(accept), "%s%s%.1024s", manifest_accept,
@@ -200,7 +201,7 @@ static void manifest_for(struct worker *w, struct req *r, struct oci_ctx *x,
 		                        err, sizeof(err));
 	buf_free(&body);
 	if (rc) {
-		fail(r, 502, "UNKNOWN", "cannot read the stored index");
+		oci_fail(r, 502, "UNKNOWN", "cannot read the stored index");
 		return;
 	}
 	i = oci_index_pick(&m, "linux", "amd64", "");
@@ -208,7 +209,7 @@ static void manifest_for(struct worker *w, struct req *r, struct oci_ctx *x,
 		snprintf(child, sizeof(child), "%s", m.desc[i].digest);
 	oci_manifest_free(&m);
 	if (i < 0 || strncmp(child, "sha256:", 7) != 0) {
-		fail(r, 404, "MANIFEST_UNKNOWN",
+		oci_fail(r, 404, "MANIFEST_UNKNOWN",
 		     "the index has no linux/amd64 manifest, and the client "
 		     "does not accept an index");
 		return;
@@ -223,7 +224,7 @@ static void manifest(struct worker *w, struct req *r, struct oci_ctx *x)
 
 	buf_init(&accept, 8192);
 	if (req_env_joined(r, "HTTP_ACCEPT", &accept))
-		fail(r, 400, "UNSUPPORTED", "Accept header too long");
+		oci_fail(r, 400, "UNSUPPORTED", "Accept header too long");
 	else
 		manifest_for(w, r, x, buf_str(&accept));
 	buf_free(&accept);
@@ -249,7 +250,7 @@ static void tags_page(struct worker *w, struct req *r, struct oci_ctx *x,
 	oci_tags_free(&t);
 	if (rc) {
 		buf_free(&out);
-		fail(r, 500, "UNKNOWN", "cannot read the stored tag list");
+		oci_fail(r, 500, "UNKNOWN", "cannot read the stored tag list");
 		return;
 	}
 	if (*next)
@@ -269,7 +270,7 @@ static void tags(struct worker *w, struct req *r, struct oci_ctx *x)
 	int rc;
 
 	if (oci_tags_query(r->query, &n, last)) {
-		fail(r, 400, "PAGINATION_NUMBER_INVALID",
+		oci_fail(r, 400, "PAGINATION_NUMBER_INVALID",
 		     "n must be a number and last a tag");
 		return;
 	}
@@ -282,7 +283,7 @@ static void tags(struct worker *w, struct req *r, struct oci_ctx *x)
 	q.media_type = OCI_JSON_TYPE;
 	q.tag_list = 1;
 	if (oci_up_url(&x->up, "tags/list", q.url, sizeof(q.url))) {
-		fail(r, 400, "NAME_INVALID", "name too long");
+		oci_fail(r, 400, "NAME_INVALID", "name too long");
 		return;
 	}
 	rc = oci_ref_get(w, x->reg, &x->up, &q, &row, &r->cache, err,
@@ -307,11 +308,11 @@ static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
 	int rc;
 
 	if (strncmp(x->rt.ref, "sha256:", 7) != 0) {
-		fail(r, 400, "UNSUPPORTED", "only sha256 digests are cached");
+		oci_fail(r, 400, "UNSUPPORTED", "only sha256 digests are cached");
 		return;
 	}
 	if (oci_referrers_query(r->query, type)) {
-		fail(r, 400, "UNSUPPORTED",
+		oci_fail(r, 400, "UNSUPPORTED",
 		     "artifactType must be a media type");
 		return;
 	}
@@ -328,7 +329,7 @@ static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
 	snprintf(tag, sizeof(tag), "manifests/sha256-%s", x->rt.ref + 7);
 	if (oci_up_url(&x->up, what, q.url, sizeof(q.url)) ||
 	    oci_up_url(&x->up, tag, q.fallback, sizeof(q.fallback))) {
-		fail(r, 400, "NAME_INVALID", "name too long");
+		oci_fail(r, 400, "NAME_INVALID", "name too long");
 		return;
 	}
 	rc = oci_ref_get(w, x->reg, &x->up, &q, &row, &r->cache, err,
@@ -377,7 +378,7 @@ static void blob_head(struct worker *w, struct req *r, struct oci_ctx *x,
 		rc = 0;
 	}
 	if (rc == ENODATA) {
-		fail(r, 404, "BLOB_UNKNOWN", "the upstream has no such blob");
+		oci_fail(r, 404, "BLOB_UNKNOWN", "the upstream has no such blob");
 		return;
 	}
 	if (rc) {
@@ -418,12 +419,12 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 	int rc, known;
 
 	if (strncmp(x->rt.ref, "sha256:", 7) != 0) {
-		fail(r, 400, "UNSUPPORTED", "only sha256 digests are cached");
+		oci_fail(r, 400, "UNSUPPORTED", "only sha256 digests are cached");
 		return;
 	}
 	snprintf(what, sizeof(what), "blobs/%s", x->rt.ref);
 	if (oci_up_url(&x->up, what, url, sizeof(url))) {
-		fail(r, 400, "NAME_INVALID", "name too long");
+		oci_fail(r, 400, "NAME_INVALID", "name too long");
 		return;
 	}
 	/* only what this registry was seen to hold: the store also keeps
@@ -434,7 +435,7 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 	if (!known && send_stored(w, hex)) {
 		rc = confirm(w, x, url, hex, err, sizeof(err));
 		if (rc == ENODATA) {
-			fail(r, 404, "BLOB_UNKNOWN",
+			oci_fail(r, 404, "BLOB_UNKNOWN",
 			     "the upstream has no such blob");
 			return;
 		}
@@ -453,7 +454,7 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 		rc = send_blob(w, r, hex, &so);
 		if (rc != ENOENT) {
 			if (rc)
-				fail(r, 500, "UNKNOWN",
+				oci_fail(r, 500, "UNKNOWN",
 				     "cannot read the stored blob");
 			return;
 		}
@@ -494,15 +495,15 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 		r->cache = "HIT";
 		req_header(r, "Docker-Content-Digest", "%s", x->rt.ref);
 		if (send_blob(w, r, hex, &so))
-			fail(r, 500, "UNKNOWN", "cannot read the stored blob");
+			oci_fail(r, 500, "UNKNOWN", "cannot read the stored blob");
 		rc = 0;
 	}
 	if (!rc)
 		return;
 	if (rc == ENODATA)
-		fail(r, 404, "BLOB_UNKNOWN", "the upstream has no such blob");
+		oci_fail(r, 404, "BLOB_UNKNOWN", "the upstream has no such blob");
 	else if (rc == EAGAIN)
-		fail(r, 503, "UNKNOWN", err);
+		oci_fail(r, 503, "UNKNOWN", err);
 	else
 		fail_rc(r, rc == EACCES || rc == ENETDOWN ? rc : EREMOTEIO,
 		        "BLOB_UNKNOWN", err);
@@ -556,7 +557,7 @@ void oci_serve(struct worker *w, struct req *r)
 	case OCI_ERROR:
 		if (x.rt.status == 405)
 			req_header(r, "Allow", "GET, HEAD");
-		fail(r, x.rt.status, x.rt.code, x.rt.reason);
+		oci_fail(r, x.rt.status, x.rt.code, x.rt.reason);
 		return;
 	case OCI_BASE:
 		if (oci_access_base(w, r))
@@ -569,7 +570,7 @@ void oci_serve(struct worker *w, struct req *r)
 	}
 	ri = pick_registry(w, &x, &rest);
 	if (ri < 0) {
-		fail(r, 404, "NAME_UNKNOWN", "no registry serves that name");
+		oci_fail(r, 404, "NAME_UNKNOWN", "no registry serves that name");
 		return;
 	}
 	x.reg = &w->conf->registry[ri];
@@ -581,16 +582,16 @@ void oci_serve(struct worker *w, struct req *r)
 	/* a virtual registry: the layer that serves this name */
 	ri = oci_virtual_pick(w, ri, rest, 0);
 	if (ri < 0) {
-		fail(r, 404, "NAME_UNKNOWN", "no layer serves that name");
+		oci_fail(r, 404, "NAME_UNKNOWN", "no layer serves that name");
 		return;
 	}
 	x.reg = &w->conf->registry[ri];
 	if (x.reg->type == CONF_REGISTRY_HOSTED) {
-		oci_push_pull(w, r, ri, rest, &x.rt);
+		oci_hosted_pull(w, r, ri, rest, &x.rt);
 		return;
 	}
 	if (oci_up_open(w, ri, rest, &x.up)) {
-		fail(r, 400, "NAME_INVALID", "name too long");
+		oci_fail(r, 400, "NAME_INVALID", "name too long");
 		return;
 	}
 	switch (x.rt.kind) {
@@ -610,7 +611,7 @@ void oci_serve(struct worker *w, struct req *r)
 		referrers(w, r, &x);
 		break;
 	default:
-		fail(r, 404, "UNSUPPORTED", "no such endpoint");
+		oci_fail(r, 404, "UNSUPPORTED", "no such endpoint");
 		break;
 	}
 }

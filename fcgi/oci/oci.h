@@ -19,4 +19,11 @@
 /* Answers a request whose path starts with "/v2". */
 void oci_serve(struct worker *w, struct req *r);
 
+/* Answers r with the spec's error body ({"errors": [{code, message}]}),
+ * status and Cache-Control: no-store; a message naming an upstream URL is
+ * shown without its credentials (url_redact). Once the response has
+ * started, aborts it instead. */
+void oci_fail(struct req *r, int status, const char *code,
+              const char *message);
+
 #endif

@@ -15,10 +15,9 @@
 #include "common/hash/sha256.h"
 #include "common/hex.h"
 #include "common/http/token.h"
-#include "common/json.h"
 #include "common/oci/manifest.h"
-#include "common/oci/tags.h"
 #include "fcgi/oci/access.h"
+#include "fcgi/oci/oci.h"
 #include "fcgi/oci/push.h"
 #include "fcgi/oci/refs.h"
 #include "fcgi/server/send.h"
@@ -39,26 +38,6 @@ struct push {
 	const char *repo;               /* the name inside the registry */
 	struct oci_push_route rt;
 };
-
-static void fail(struct req *r, int status, const char *code,
-                 const char *message)
-{
-	struct buf b;
-
-	if (r->started) {
-		req_abort(r);
-		return;
-	}
-	buf_init(&b, 4096);
-	if (oci_error_body(&b, code, message)) {
-		buf_free(&b);
-		req_error(r, status, message);
-		return;
-	}
-	req_header(r, "Cache-Control", "no-store");
-	req_reply(r, status, OCI_JSON_TYPE, b.data, b.len);
-	buf_free(&b);
-}
 
 /* The registry of a name, as the pull side picks it (fcgi/oci/oci.c): its
  * first component when a registry has that name and more follows, else
@@ -162,18 +141,18 @@ static void body_failed(struct req *r, int rc, long long max)
 		snprintf(why, sizeof(why),
 		         "blob over the registry's max_upload_size (%lld "
 		         "bytes)", max);
-		fail(r, 413, "SIZE_INVALID", why);
+		oci_fail(r, 413, "SIZE_INVALID", why);
 		break;
 	case ERANGE:
-		fail(r, 400, "SIZE_INVALID",
+		oci_fail(r, 400, "SIZE_INVALID",
 		     "the body is not as long as Content-Range or "
 		     "Content-Length says");
 		break;
 	case EPIPE:
-		fail(r, 400, "BLOB_UPLOAD_INVALID", "the body was cut short");
+		oci_fail(r, 400, "BLOB_UPLOAD_INVALID", "the body was cut short");
 		break;
 	default:
-		fail(r, 500, "UNKNOWN", "cannot write the upload");
+		oci_fail(r, 500, "UNKNOWN", "cannot write the upload");
 		break;
 	}
 }
@@ -189,7 +168,7 @@ static int digest_param(struct push *p, char hex[65])
 		return ENOENT;
 	if (rc || oci_digest_check(d, strlen(d)) ||
 	    strncmp(d, "sha256:", 7) != 0) {
-		fail(p->r, 400, "DIGEST_INVALID",
+		oci_fail(p->r, 400, "DIGEST_INVALID",
 		     rc || oci_digest_check(d, strlen(d)) == EINVAL
 		         ? "invalid digest"
 		         : "only sha256 digests are stored");
@@ -229,12 +208,12 @@ static int commit_fd(struct push *p, int fd, long long n, const char *hex)
 	int rc = blob_put_fd(p->w->conf->data_dir, fd, hex);
 
 	if (rc == EINVAL) {
-		fail(p->r, 400, "DIGEST_INVALID",
+		oci_fail(p->r, 400, "DIGEST_INVALID",
 		     "the content does not match the digest");
 		return EINVAL;
 	}
 	if (rc || hold_blob(p, hex, n)) {
-		fail(p->r, 500, "UNKNOWN", "cannot store the blob");
+		oci_fail(p->r, 500, "UNKNOWN", "cannot store the blob");
 		return EIO;
 	}
 	return 0;
@@ -287,7 +266,7 @@ static void start_session(struct push *p)
 	oci_push_expire(p->w->conf, p->w->db);
 	memset(&u, 0, sizeof(u));
 	if (RAND_bytes(rnd, sizeof(rnd)) != 1) {
-		fail(p->r, 500, "UNKNOWN", "no random bytes");
+		oci_fail(p->r, 500, "UNKNOWN", "no random bytes");
 		return;
 	}
 	hex_encode(rnd, sizeof(rnd), u.id);
@@ -298,13 +277,13 @@ static void start_session(struct push *p)
 	u.touched = (long long)time(NULL);
 	fd = open(u.tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
 	if (fd < 0) {
-		fail(p->r, 500, "UNKNOWN", "cannot make the upload's file");
+		oci_fail(p->r, 500, "UNKNOWN", "cannot make the upload's file");
 		return;
 	}
 	close(fd);
 	if (db_oci_upload_put(p->w->db, &u)) {
 		unlink(u.tmp);
-		fail(p->r, 500, "UNKNOWN", "cannot record the upload");
+		oci_fail(p->r, 500, "UNKNOWN", "cannot record the upload");
 		return;
 	}
 	session_headers(p, u.id, 0);
@@ -334,7 +313,7 @@ static void start(struct push *p)
 	                    &size) == 0 &&
 	    send_stored(p->w, mount + 7)) {
 		if (hold_blob(p, mount + 7, size)) {
-			fail(p->r, 500, "UNKNOWN", "cannot record the blob");
+			oci_fail(p->r, 500, "UNKNOWN", "cannot record the blob");
 			return;
 		}
 		blob_created(p, mount + 7);
@@ -350,7 +329,7 @@ static void start(struct push *p)
 	/* the whole blob in one request */
 	rc = blob_tmp(p->w->conf->data_dir, tmp, sizeof(tmp), &fd);
 	if (rc) {
-		fail(p->r, 500, "UNKNOWN", "cannot make a temp file");
+		oci_fail(p->r, 500, "UNKNOWN", "cannot make a temp file");
 		return;
 	}
 	rc = take_body(p->r, fd, 0, p->reg->max_upload_size, -1, &got);
@@ -379,7 +358,7 @@ static void session(struct push *p)
 	    u.touched < (long long)time(NULL) - p->reg->upload_ttl)
 		rc = ENOENT;
 	if (rc) {
-		fail(p->r, rc == ENOENT ? 404 : 500,
+		oci_fail(p->r, rc == ENOENT ? 404 : 500,
 		     rc == ENOENT ? "BLOB_UPLOAD_UNKNOWN" : "UNKNOWN",
 		     rc == ENOENT ? "no such upload session"
 		                  : "cannot read the upload");
@@ -393,7 +372,7 @@ static void session(struct push *p)
 	}
 	if (!strcmp(method, "DELETE")) {
 		if (db_oci_upload_delete(p->w->db, u.id)) {
-			fail(p->r, 500, "UNKNOWN", "cannot forget the upload");
+			oci_fail(p->r, 500, "UNKNOWN", "cannot forget the upload");
 			return;
 		}
 		unlink(u.tmp);
@@ -403,13 +382,13 @@ static void session(struct push *p)
 	}
 	if (finish && digest_param(p, hex)) {
 		if (!p->r->started)
-			fail(p->r, 400, "DIGEST_INVALID",
+			oci_fail(p->r, 400, "DIGEST_INVALID",
 			     "PUT needs ?digest=");
 		return;
 	}
 	fd = open(u.tmp, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
-		fail(p->r, 404, "BLOB_UPLOAD_UNKNOWN",
+		oci_fail(p->r, 404, "BLOB_UPLOAD_UNKNOWN",
 		     "the upload's file is gone");
 		return;
 	}
@@ -417,7 +396,7 @@ static void session(struct push *p)
 	if (flock(fd, LOCK_EX | LOCK_NB) ||
 	    db_oci_upload_get(p->w->db, p->rt.ref, &u)) {
 		close(fd);
-		fail(p->r, 416, "BLOB_UPLOAD_INVALID",
+		oci_fail(p->r, 416, "BLOB_UPLOAD_INVALID",
 		     "another request is writing this upload");
 		return;
 	}
@@ -425,14 +404,14 @@ static void session(struct push *p)
 	if (cr && *cr) {
 		if (oci_content_range(cr, &from, &to)) {
 			close(fd);
-			fail(p->r, 400, "BLOB_UPLOAD_INVALID",
+			oci_fail(p->r, 400, "BLOB_UPLOAD_INVALID",
 			     "Content-Range must be FROM-TO");
 			return;
 		}
 		if (from != u.size) {
 			close(fd);
 			session_headers(p, u.id, u.size);
-			fail(p->r, 416, "BLOB_UPLOAD_INVALID",
+			oci_fail(p->r, 416, "BLOB_UPLOAD_INVALID",
 			     "the chunk does not start where the upload "
 			     "ends");
 			return;
@@ -442,7 +421,7 @@ static void session(struct push *p)
 	/* what a failed request left past the recorded size goes */
 	if (ftruncate(fd, u.size)) {
 		close(fd);
-		fail(p->r, 500, "UNKNOWN", "cannot write the upload");
+		oci_fail(p->r, 500, "UNKNOWN", "cannot write the upload");
 		return;
 	}
 	rc = take_body(p->r, fd, u.size, p->reg->max_upload_size, want, &got);
@@ -461,7 +440,7 @@ static void session(struct push *p)
 		                        (long long)time(NULL));
 		close(fd);
 		if (rc) {
-			fail(p->r, 500, "UNKNOWN", "cannot record the upload");
+			oci_fail(p->r, 500, "UNKNOWN", "cannot record the upload");
 			return;
 		}
 		session_headers(p, u.id, u.size + got);
@@ -533,10 +512,10 @@ static void manifest_put(struct push *p)
 	if (n < 0) {
 		buf_free(&body);
 		if (n == -2)
-			fail(p->r, 413, "SIZE_INVALID",
+			oci_fail(p->r, 413, "SIZE_INVALID",
 			     "manifest over the size limit");
 		else
-			fail(p->r, 400, "MANIFEST_INVALID",
+			oci_fail(p->r, 400, "MANIFEST_INVALID",
 			     "the body was cut short");
 		return;
 	}
@@ -546,14 +525,14 @@ static void manifest_put(struct push *p)
 		buf_free(&body);
 		snprintf(why, sizeof(why), "invalid manifest: %s",
 		         rc == EFBIG ? "too big" : err);
-		fail(p->r, rc == EFBIG ? 413 : 400,
+		oci_fail(p->r, rc == EFBIG ? 413 : 400,
 		     rc == EFBIG ? "SIZE_INVALID" : "MANIFEST_INVALID", why);
 		return;
 	}
 	if (ctype && *ctype && oci_media_of(ctype) != m.media) {
 		oci_manifest_free(&m);
 		buf_free(&body);
-		fail(p->r, 400, "MANIFEST_INVALID",
+		oci_fail(p->r, 400, "MANIFEST_INVALID",
 		     "Content-Type does not match the manifest's mediaType");
 		return;
 	}
@@ -566,7 +545,7 @@ static void manifest_put(struct push *p)
 	if (rc) {
 		oci_manifest_free(&m);
 		buf_free(&body);
-		fail(p->r, 400, "MANIFEST_BLOB_UNKNOWN",
+		oci_fail(p->r, 400, "MANIFEST_BLOB_UNKNOWN",
 		     "the manifest names a blob or manifest the repository "
 		     "does not hold");
 		return;
@@ -584,7 +563,7 @@ static void manifest_put(struct push *p)
 	if (sha256_hex(body.data, body.len, sha) ||
 	    (p->rt.by_digest && strcmp(p->rt.ref + 7, sha) != 0)) {
 		buf_free(&body);
-		fail(p->r, 400, "DIGEST_INVALID",
+		oci_fail(p->r, 400, "DIGEST_INVALID",
 		     "the manifest does not match the digest");
 		return;
 	}
@@ -598,7 +577,7 @@ static void manifest_put(struct push *p)
 	if (rc || db_oci_ref_put(p->w->db, p->reg->name, p->repo, why, &row) ||
 	    (!p->rt.by_digest &&
 	     db_oci_ref_put(p->w->db, p->reg->name, p->repo, p->rt.ref, &row))) {
-		fail(p->r, 500, "UNKNOWN", "cannot store the manifest");
+		oci_fail(p->r, 500, "UNKNOWN", "cannot store the manifest");
 		return;
 	}
 	if (*subject) {
@@ -610,7 +589,7 @@ static void manifest_put(struct push *p)
 		         subject, sha);
 		if (db_oci_ref_put(p->w->db, p->reg->name, p->repo, refers,
 		                   &ref)) {
-			fail(p->r, 500, "UNKNOWN", "cannot store the manifest");
+			oci_fail(p->r, 500, "UNKNOWN", "cannot store the manifest");
 			return;
 		}
 		req_header(p->r, "OCI-Subject", "%s", subject);
@@ -629,7 +608,7 @@ static void delete(struct push *p)
 	int blob = p->rt.kind == OCI_PUSH_DELETE_BLOB, rc;
 
 	if (p->rt.by_digest && strncmp(p->rt.ref, "sha256:", 7) != 0) {
-		fail(p->r, 404, blob ? "BLOB_UNKNOWN" : "MANIFEST_UNKNOWN",
+		oci_fail(p->r, 404, blob ? "BLOB_UNKNOWN" : "MANIFEST_UNKNOWN",
 		     "unknown to the registry");
 		return;
 	}
@@ -643,12 +622,12 @@ static void delete(struct push *p)
 		db_oci_delete(p->w->db, p->reg->name, p->repo, ref, NULL, 0);
 	}
 	if (rc == ENOENT) {
-		fail(p->r, 404, blob ? "BLOB_UNKNOWN" : "MANIFEST_UNKNOWN",
+		oci_fail(p->r, 404, blob ? "BLOB_UNKNOWN" : "MANIFEST_UNKNOWN",
 		     "unknown to the registry");
 		return;
 	}
 	if (rc) {
-		fail(p->r, 500, "UNKNOWN", "cannot delete");
+		oci_fail(p->r, 500, "UNKNOWN", "cannot delete");
 		return;
 	}
 	req_header(p->r, "Content-Length", "0");
@@ -670,7 +649,7 @@ void oci_push_serve(struct worker *w, struct req *r)
 		if (p.ri >= 0 &&
 		    w->conf->registry[p.ri].type == CONF_REGISTRY_CACHE) {
 			req_header(r, "Allow", "GET, HEAD");
-			fail(r, 405, "UNSUPPORTED",
+			oci_fail(r, 405, "UNSUPPORTED",
 			     "this registry is a read-only cache");
 			return;
 		}
@@ -679,12 +658,12 @@ void oci_push_serve(struct worker *w, struct req *r)
 		if (p.rt.status == 405)
 			req_header(r, "Allow", "GET, HEAD, POST, PUT, PATCH, "
 			                       "DELETE");
-		fail(r, p.rt.status, p.rt.code, p.rt.reason);
+		oci_fail(r, p.rt.status, p.rt.code, p.rt.reason);
 		return;
 	}
 	p.ri = pick(w->conf, p.rt.name, &p.repo);
 	if (p.ri < 0) {
-		fail(r, 404, "NAME_UNKNOWN", "no registry serves that name");
+		oci_fail(r, 404, "NAME_UNKNOWN", "no registry serves that name");
 		return;
 	}
 	/* a token for the registry the URL names; the work in the layer
@@ -692,21 +671,21 @@ void oci_push_serve(struct worker *w, struct req *r)
 	url_ri = p.ri;
 	p.ri = oci_virtual_pick(w, p.ri, p.repo, 1);
 	if (p.ri < 0) {
-		fail(r, 405, "UNSUPPORTED",
+		oci_fail(r, 405, "UNSUPPORTED",
 		     "this virtual registry has no hosted layer");
 		return;
 	}
 	p.reg = &w->conf->registry[p.ri];
 	if (p.reg->type != CONF_REGISTRY_HOSTED) {
 		req_header(r, "Allow", "GET, HEAD");
-		fail(r, 405, "UNSUPPORTED",
+		oci_fail(r, 405, "UNSUPPORTED",
 		     "this registry is a read-only cache");
 		return;
 	}
 	if (p.rt.kind == OCI_PUSH_DELETE_MANIFEST ||
 	    p.rt.kind == OCI_PUSH_DELETE_BLOB) {
 		if (!p.reg->allow_delete) {
-			fail(r, 405, "UNSUPPORTED",
+			oci_fail(r, 405, "UNSUPPORTED",
 			     "deletes are off for this registry (delete = "
 			     "no)");
 			return;
@@ -730,193 +709,7 @@ void oci_push_serve(struct worker *w, struct req *r)
 		manifest_put(&p);
 		break;
 	default:
-		fail(r, 405, "UNSUPPORTED", "no such endpoint");
-		break;
-	}
-}
-
-/* GET/HEAD of a pushed manifest. */
-static void pull_manifest(struct worker *w, struct req *r,
-                          const struct conf_registry *reg, const char *repo,
-                          const struct oci_route *rt)
-{
-	struct send_opts o = {.inline_under = 64 * 1024};
-	struct db_oci_ref row;
-
-	if (db_oci_ref_get(w->db, reg->name, repo, rt->ref, &row) ||
-	    row.status != 200 || !send_stored(w, row.sha256)) {
-		fail(r, 404, "MANIFEST_UNKNOWN", "unknown to the registry");
-		return;
-	}
-	o.content_type = row.media_type;
-	o.cache_control = rt->by_digest ? send_immutable(r) : "no-cache";
-	/* nginx keeps a manifest by digest under its URL whatever the
-	 * method (conf/nginx.conf): never a HEAD's answer, which has no
-	 * body, for the GETs after it; a GET's only as the Cache-Control
-	 * allows (not a private registry's) */
-	if (r->head)
-		req_header(r, "X-Accel-Expires", "0");
-	req_header(r, "Docker-Content-Digest", "sha256:%s", row.sha256);
-	if (send_blob(w, r, row.sha256, &o))
-		fail(r, 500, "UNKNOWN", "the stored manifest is missing");
-}
-
-static void pull_blob(struct worker *w, struct req *r,
-                      const struct conf_registry *reg, const char *repo,
-                      const struct oci_route *rt)
-{
-	struct send_opts o = {.content_type = "application/octet-stream",
-	                      .inline_under = 1};
-	long long size;
-
-	if (strncmp(rt->ref, "sha256:", 7) != 0 ||
-	    db_oci_blob_get(w->db, reg->name, repo, rt->ref + 7, &size) ||
-	    !send_stored(w, rt->ref + 7)) {
-		fail(r, 404, "BLOB_UNKNOWN", "unknown to the registry");
-		return;
-	}
-	o.cache_control = send_immutable(r);
-	o.size = size;
-	o.have_size = 1;
-	r->cache = "HIT";
-	req_header(r, "Docker-Content-Digest", "%s", rt->ref);
-	if (send_blob(w, r, rt->ref + 7, &o))
-		fail(r, 500, "UNKNOWN", "cannot read the stored blob");
-}
-
-static void pull_tags(struct worker *w, struct req *r,
-                      const struct conf_registry *reg, const char *repo,
-                      const struct oci_route *rt)
-{
-	char last[OCI_MAX_TAG + 1], err[200], next[OCI_MAX_TAG + 1];
-	struct oci_tags t = {0};
-	struct buf body, out;
-	long n;
-	int rc;
-
-	if (oci_tags_query(r->query, &n, last)) {
-		fail(r, 400, "PAGINATION_NUMBER_INVALID",
-		     "n must be a number and last a tag");
-		return;
-	}
-	buf_init(&body, 64 << 20);
-	buf_init(&out, 64 << 20);
-	rc = buf_adds(&body, "{\"name\":") || json_put_string(&body, rt->name) ||
-	     buf_adds(&body, ",\"tags\":") ? ENOMEM : 0;
-	if (!rc)
-		rc = db_oci_tags(w->db, reg->name, repo, &body);
-	if (!rc)
-		rc = buf_adds(&body, "}") ? ENOMEM : 0;
-	if (!rc && (n >= 0 || *last)) {
-		rc = oci_tags_add(&t, body.data, body.len, err, sizeof(err));
-		if (!rc)
-			rc = oci_tags_render(&t, last, n, &out, next);
-		oci_tags_free(&t);
-		if (!rc && *next)
-			req_header(r, "Link", "</v2/%s/tags/list?n=%ld&last=%s>; "
-			           "rel=\"next\"", rt->name, n, next);
-	} else if (!rc) {
-		rc = buf_add(&out, body.data, body.len) ? ENOMEM : 0;
-	}
-	buf_free(&body);
-	if (rc) {
-		buf_free(&out);
-		fail(r, 500, "UNKNOWN", "cannot list the tags");
-		return;
-	}
-	req_header(r, "Cache-Control", "no-cache");
-	req_reply(r, 200, OCI_JSON_TYPE, out.data, out.len);
-	buf_free(&out);
-}
-
-/* Builds the referrers index, one descriptor at a time. */
-struct refers_ctx {
-	struct worker *w;
-	const char *type;       /* the artifactType filter, "" none */
-	struct buf *out;
-	int n, err;
-};
-
-static void refers_one(const char *sha256, const char *media_type,
-                       const char *artifact_type, void *ctx)
-{
-	struct refers_ctx *c = ctx;
-	char path[4096];
-	struct stat st;
-
-	if ((*c->type && strcmp(c->type, artifact_type) != 0) || c->err)
-		return;
-	if (blob_path(c->w->conf->data_dir, sha256, path, sizeof(path)) ||
-	    stat(path, &st))
-		return; /* gone: not listed */
-	if ((c->n++ && buf_adds(c->out, ",")) ||
-	    buf_adds(c->out, "{\"mediaType\":") ||
-	    json_put_string(c->out, media_type) ||
-	    buf_addf(c->out, ",\"digest\":\"sha256:%s\",\"size\":%lld", sha256,
-	             (long long)st.st_size) ||
-	    (*artifact_type && (buf_adds(c->out, ",\"artifactType\":") ||
-	                        json_put_string(c->out, artifact_type))) ||
-	    buf_adds(c->out, "}"))
-		c->err = ENOMEM;
-}
-
-static void pull_referrers(struct worker *w, struct req *r,
-                           const struct conf_registry *reg, const char *repo,
-                           const struct oci_route *rt)
-{
-	char type[OCI_MAX_MEDIA_TYPE + 1], prefix[OCI_MAX_DIGEST + 16];
-	struct refers_ctx c = {.w = w, .type = type};
-	struct buf out;
-	int rc;
-
-	if (oci_referrers_query(r->query, type)) {
-		fail(r, 400, "UNSUPPORTED", "artifactType must be a media type");
-		return;
-	}
-	snprintf(prefix, sizeof(prefix), "/refers/%s/", rt->ref);
-	buf_init(&out, 16 << 20);
-	c.out = &out;
-	rc = buf_adds(&out, "{\"schemaVersion\":2,\"mediaType\":"
-	                    "\"" OCI_INDEX_TYPE "\",\"manifests\":[")
-	         ? ENOMEM
-	         : 0;
-	if (!rc)
-		rc = db_oci_refers(w->db, reg->name, repo, prefix, refers_one,
-		                   &c);
-	if (!rc)
-		rc = c.err ? c.err : buf_adds(&out, "]}") ? ENOMEM : 0;
-	if (rc) {
-		buf_free(&out);
-		fail(r, 500, "UNKNOWN", "cannot list the referrers");
-		return;
-	}
-	if (*type)
-		req_header(r, "OCI-Filters-Applied", "artifactType");
-	req_header(r, "Cache-Control", "no-cache");
-	req_reply(r, 200, OCI_INDEX_TYPE, out.data, out.len);
-	buf_free(&out);
-}
-
-void oci_push_pull(struct worker *w, struct req *r, int ri, const char *repo,
-                   const struct oci_route *rt)
-{
-	const struct conf_registry *reg = &w->conf->registry[ri];
-
-	switch (rt->kind) {
-	case OCI_MANIFEST:
-		pull_manifest(w, r, reg, repo, rt);
-		break;
-	case OCI_BLOB:
-		pull_blob(w, r, reg, repo, rt);
-		break;
-	case OCI_TAGS:
-		pull_tags(w, r, reg, repo, rt);
-		break;
-	case OCI_REFERRERS:
-		pull_referrers(w, r, reg, repo, rt);
-		break;
-	default:
-		fail(r, 404, "UNSUPPORTED", "no such endpoint");
+		oci_fail(r, 405, "UNSUPPORTED", "no such endpoint");
 		break;
 	}
 }

@@ -35,10 +35,5 @@ long oci_push_expire(const struct conf *c, struct db *db);
 /* Answers a request oci_push_claims() took. */
 void oci_push_serve(struct worker *w, struct req *r);
 
-/* Answers a pull (manifest, blob, tag list, referrers: rt) of repository
- * repo of hosted registry ri from what was pushed, once access is
- * checked. */
-void oci_push_pull(struct worker *w, struct req *r, int ri, const char *repo,
-                   const struct oci_route *rt);
 
 #endif
