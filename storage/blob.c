@@ -218,7 +218,41 @@ fail:
 
 static int write_all(int fd, const unsigned char *c, size_t left);
 
-int blob_put_fd(const char *data_dir, int fd, const char sha256[65])
+/* Whether the bytes of fd (from its start, pread) hash to sha256: 0,
+ * EINVAL when they do not, or an errno. */
+static int fd_matches(int fd, const char sha256[65])
+{
+	static unsigned char chunk[65536];
+	struct sha256 h;
+	char got[65];
+	off_t at = 0;
+	ssize_t n;
+	int err = sha256_init(&h);
+
+	if (err)
+		return err;
+	for (;;) {
+		n = pread(fd, chunk, sizeof(chunk), at);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno;
+			sha256_abort(&h);
+			return err;
+		}
+		if (n == 0)
+			break;
+		sha256_update(&h, chunk, (size_t)n);
+		at += n;
+	}
+	sha256_final(&h, got);
+	return strcmp(got, sha256) == 0 ? 0 : EINVAL;
+}
+
+/* blob_put_fd(), and with check the bytes are held to sha256 even when
+ * the store has the blob already. */
+static int put_fd(const char *data_dir, int fd, const char sha256[65],
+		  int check)
 {
 	char tmp[PATH_MAX], got[65];
 	static unsigned char chunk[65536];
@@ -228,7 +262,7 @@ int blob_put_fd(const char *data_dir, int fd, const char sha256[65])
 	int out, err;
 
 	if (blob_exists(data_dir, sha256))
-		return 0;
+		return check ? fd_matches(fd, sha256) : 0;
 	err = blob_tmp(data_dir, tmp, sizeof(tmp), &out);
 	if (err)
 		return err;
@@ -269,6 +303,16 @@ fail:
 	unlink(tmp);
 	close(out);
 	return err;
+}
+
+int blob_put_fd(const char *data_dir, int fd, const char sha256[65])
+{
+	return put_fd(data_dir, fd, sha256, 0);
+}
+
+int blob_put_fd_claimed(const char *data_dir, int fd, const char sha256[65])
+{
+	return put_fd(data_dir, fd, sha256, 1);
 }
 
 int blob_read(const char *data_dir, const char *sha256, struct buf *b)

@@ -61,6 +61,12 @@ int blob_put(const char *data_dir, const void *p, size_t n, char sha256[65]);
  * behind on error. fd stays the caller's. */
 int blob_put_fd(const char *data_dir, int fd, const char sha256[65]);
 
+/* blob_put_fd() for bytes whose digest is only a claim (a registry push):
+ * they are hashed and held to sha256 even when the store has the blob, so
+ * a claimed digest never names bytes the client did not send. Returns 0,
+ * EINVAL when they are not blob sha256's bytes, or an errno. */
+int blob_put_fd_claimed(const char *data_dir, int fd, const char sha256[65]);
+
 /* Writes the path of blob sha256's gzip'd copy (its path and ".gz") to
  * out. Same returns as blob_path. */
 int blob_gz_path(const char *data_dir, const char *sha256, char *out,

@@ -205,7 +205,9 @@ static int hold_blob(struct push *p, const char *hex, long long n)
  * EINVAL (answered DIGEST_INVALID) or EIO (answered). */
 static int commit_fd(struct push *p, int fd, long long n, const char *hex)
 {
-	int rc = blob_put_fd(p->w->conf->data_dir, fd, hex);
+	/* the client's digest is a claim: held to it even when the store
+	 * has the blob (another repository's, or a private index's) */
+	int rc = blob_put_fd_claimed(p->w->conf->data_dir, fd, hex);
 
 	if (rc == EINVAL) {
 		oci_fail(p->r, 400, "DIGEST_INVALID",

@@ -345,6 +345,32 @@ def test_push_api(stack):
     assert r.status == 201, (r, r.body[:300])
 
 
+def test_a_claimed_digest_is_held_to_the_bytes_sent(stack):
+    """A digest the store already holds (another repository's blob, or any
+    blob larder keeps) is still only a claim: a push that names it with
+    other bytes, monolithic or by session, is DIGEST_INVALID and links
+    nothing, so no push reaches a blob its client could not read."""
+    st = stack
+    api = Api(st, token(st, "--registry", "open", "--actions", "pull,push"))
+    secret = os.urandom(4000)
+    sd = api.blob("open/a/private", secret)
+    before = snapshot(st)
+    for body in (b"", b"not the bytes"):
+        r = api.req("POST", "/v2/open/b/thief/blobs/uploads/?digest=" + sd, body=body,
+                    headers={"Content-Type": "application/octet-stream"})
+        assert r.status == 400 and errcode(r) == "DIGEST_INVALID", (r, r.body)
+    loc = api.start("open/b/thief")
+    assert api.patch(loc, b"xyz", "0-2").status == 202
+    sep = "&" if "?" in loc else "?"
+    r = api.req("PUT", loc + sep + "digest=" + sd)
+    assert r.status == 400 and errcode(r) == "DIGEST_INVALID", (r, r.body)
+    api.req("DELETE", loc)
+    assert api.req("HEAD", "/v2/open/b/thief/blobs/" + sd).status == 404
+    r = api.req("GET", "/v2/open/b/thief/blobs/" + sd)
+    assert r.status == 404 and secret not in r.body
+    assert snapshot(st) == before
+
+
 def test_referrers(stack):
     """A manifest with a subject answers OCI-Subject and is listed by the
     referrers API (artifactType filter applied by larder); a subject with
