@@ -127,19 +127,19 @@ static void route(struct worker *w, struct req *r)
 	case ROUTE_SIMPLE_LIST:
 	case ROUTE_SIMPLE_PROJECT:
 		r->stat_kind = STATS_PAGE;
-		if (w->read_token[rt.index] && read_refused(w, r, &rt))
+		if (auth_read_token(w, rt.index) && read_refused(w, r, &rt))
 			break;
 		pypi_simple(w, r, &rt);
 		break;
 	case ROUTE_FILE:
 		r->stat_kind = rt.metadata ? STATS_METADATA : STATS_FILE;
-		if (w->read_token[rt.index] && read_refused(w, r, &rt))
+		if (auth_read_token(w, rt.index) && read_refused(w, r, &rt))
 			break;
 		pypi_file(w, r, &rt);
 		break;
 	case ROUTE_JSON:
 		r->stat_kind = STATS_PAGE;
-		if (w->read_token[rt.index] && read_refused(w, r, &rt))
+		if (auth_read_token(w, rt.index) && read_refused(w, r, &rt))
 			break;
 		pyapi_serve(w, r, &rt);
 		break;

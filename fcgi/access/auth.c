@@ -92,3 +92,21 @@ int auth_allow(struct worker *w, struct req *r, int url_idx, int target_idx,
 	return 0;
 }
 
+int auth_read_token(const struct worker *w, int idx)
+{
+	/* per process: a reload replaces the workers, and the config with
+	 * them; the pointer is checked all the same */
+	static const struct conf *known;
+	static unsigned char need[CONF_MAX_INDEXES];
+
+	if (idx < 0 || idx >= CONF_MAX_INDEXES)
+		return 0;
+	if (known != w->conf) {
+		for (size_t i = 0; i < w->conf->nindex && i < CONF_MAX_INDEXES;
+		     i++)
+			need[i] = (unsigned char)token_read_required(w->conf,
+								     (int)i);
+		known = w->conf;
+	}
+	return need[idx];
+}

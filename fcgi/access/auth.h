@@ -31,4 +31,9 @@ int auth_allow(struct worker *w, struct req *r, int url_idx, int target_idx,
                unsigned action, const char *project);
 
 
+/* Whether reading index idx needs a token (token_read_required(): it or
+ * a layer has read = token), worked out once per process and config, so
+ * that an anonymous index costs one look per request. */
+int auth_read_token(const struct worker *w, int idx);
+
 #endif

@@ -9,6 +9,7 @@
 #include "common/names.h"
 #include "fcgi/pypi/listing.h"
 #include "fcgi/pypi/pages.h"
+#include "fcgi/pypi/proc.h"
 #include "fcgi/pypi/pypi.h"
 
 /* Layers deeper than this are not looked into (the config check refuses
@@ -61,7 +62,7 @@ int listing_fetch(struct worker *w, int idx, const char *sha256,
 	recheck(w, idx, project, time(NULL), 0);
 	rc = pages_get(w, idx, project, &p, &cache, err, errlen);
 	/* the file request answers nothing of the page: no prefetch for it */
-	w->hint.index = -1;
+	pypi_proc()->hint.index = -1;
 	/* offline without that page: no page here lists the file, as before */
 	if (rc == ENETDOWN)
 		rc = ENOENT;

@@ -16,6 +16,7 @@
 #include "fcgi/pypi/hosted.h"
 #include "fcgi/pypi/metadata.h"
 #include "fcgi/pypi/pages.h"
+#include "fcgi/pypi/proc.h"
 #include "fcgi/pypi/quarantine.h"
 #include "fcgi/pypi/virtual.h"
 #include "storage/blob.h"
@@ -127,11 +128,11 @@ static void hint_likely(struct worker *w, const struct conf_index *ix,
 	if (i < 0)
 		return;
 	f = &page->files[i];
-	if (strlen(f->filename) >= sizeof(w->hint.filename))
+	if (strlen(f->filename) >= sizeof(pypi_proc()->hint.filename))
 		return;
-	w->hint.index = conf_index_find(w->conf, ix->name);
-	memcpy(w->hint.sha256, f->sha256, sizeof(w->hint.sha256));
-	snprintf(w->hint.filename, sizeof(w->hint.filename), "%s",
+	pypi_proc()->hint.index = conf_index_find(w->conf, ix->name);
+	memcpy(pypi_proc()->hint.sha256, f->sha256, sizeof(pypi_proc()->hint.sha256));
+	snprintf(pypi_proc()->hint.filename, sizeof(pypi_proc()->hint.filename), "%s",
 		 f->filename);
 }
 
@@ -242,7 +243,7 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	quarantine_note(&page, p);
 	/* a prefetch's page is marked until a client asks for it; any other
 	 * fetch clears the mark (a refresh by a client is no use of it) */
-	p->prefetched_at = w->prefetching ? now : 0;
+	p->prefetched_at = pypi_proc()->prefetching ? now : 0;
 	rc = db_begin(w->db);
 	if (!rc)
 		rc = pages_keep_renderings(w, &json, &html, p, &js, &hs);
@@ -287,11 +288,11 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		db_rollback(w->db);
 		snprintf(err, errlen, "%s: database error", f->url);
 	} else {
-		if (w->prefetching)
-			w->prefetched++;
+		if (pypi_proc()->prefetching)
+			pypi_proc()->prefetched++;
 		/* a prefetched page hints at nothing: one level deep */
 		if (!is_list && w->conf->prefetch_metadata && !w->cgi &&
-		    !w->prefetching)
+		    !pypi_proc()->prefetching)
 			hint_likely(w, ix, &page);
 	}
 free_page:
@@ -358,11 +359,11 @@ static int refresh(struct worker *w, const struct conf_index *ix,
 	if (f.status == 404 || f.status == 410) {
 		struct db_page neg = {.status = 404, .fetched_at = now,
 				      .ttl = c->negative_ttl,
-				      .prefetched_at = w->prefetching ? now : 0};
+				      .prefetched_at = pypi_proc()->prefetching ? now : 0};
 
 		rc = db_page_put(w->db, ix->name, project, &neg);
-		if (!rc && w->prefetching)
-			w->prefetched++;
+		if (!rc && pypi_proc()->prefetching)
+			pypi_proc()->prefetched++;
 		*p = neg;
 		*cache = "MISS";
 		goto done;
@@ -457,7 +458,7 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 		return offline_get(w, ix, project, p, cache, err, errlen);
 	/* only where the caller refreshes after its answer (pypi_simple),
 	 * and never in CGI, whose process may be killed once it answered */
-	swr = w->revalidate.can_defer && !w->cgi ?
+	swr = pypi_proc()->revalidate.can_defer && !w->cgi ?
 		      conf_inherit(ix->stale_while_revalidate,
 				   c->stale_while_revalidate) :
 		      0;
@@ -472,10 +473,10 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 		if (round == 0 && have && p->status == 200 && swr > 0 &&
 		    time(NULL) < p->fetched_at + p->ttl + swr) {
 			/* answered now; one process refreshes it after */
-			if (w->revalidate.index < 0) {
-				w->revalidate.index = (int)(ix - c->index);
-				snprintf(w->revalidate.project,
-					 sizeof(w->revalidate.project), "%s",
+			if (pypi_proc()->revalidate.index < 0) {
+				pypi_proc()->revalidate.index = (int)(ix - c->index);
+				snprintf(pypi_proc()->revalidate.project,
+					 sizeof(pypi_proc()->revalidate.project), "%s",
 					 project);
 			}
 			*cache = "STALE";
@@ -548,7 +549,7 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 
 void pages_revalidate(struct worker *w)
 {
-	struct worker_revalidate *rv = &w->revalidate;
+	struct pypi_revalidate *rv = &pypi_proc()->revalidate;
 	const struct conf_index *ix;
 	char key[FLIGHT_KEY_MAX + 1], err[1024], why[1024];
 	const char *cache;
@@ -624,7 +625,7 @@ int pages_get_leaf(struct worker *w, int idx, const char *project,
 		/* a client's first request for a page a prefetch fetched
 		 * (whichever process gets it): the prefetch was of use */
 		if ((rc == 0 || rc == ENOENT) && p->prefetched_at &&
-		    !w->prefetching &&
+		    !pypi_proc()->prefetching &&
 		    db_page_prefetch_used(w->db, ix->name, project) == 0)
 			stats_add(STATS_PREFETCH_USED, 1);
 		return rc;

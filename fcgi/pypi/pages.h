@@ -75,9 +75,9 @@ enum pages_want pages_wanted(struct worker *w, int idx, const char *project);
 void pages_forget_missing(struct worker *w, int idx, const char *project);
 
 /* Refreshes the page that pages_get() answered stale within
- * stale_while_revalidate (w->revalidate), once that answer is out: unless
- * another process is refreshing it already, or did. Clears
- * w->revalidate. */
+ * stale_while_revalidate (the process's revalidate, fcgi/pypi/proc.h),
+ * once that answer is out: unless another process is refreshing it
+ * already, or did. Clears it. */
 void pages_revalidate(struct worker *w);
 
 #endif

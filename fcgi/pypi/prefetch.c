@@ -15,13 +15,14 @@
 #include "fcgi/pypi/metadata.h"
 #include "fcgi/pypi/pages.h"
 #include "fcgi/pypi/prefetch.h"
+#include "fcgi/pypi/proc.h"
 #include "fcgi/pypi/pypi.h"
 #include "fcgi/server/send.h"
 #include "storage/blob.h"
 #include "storage/flight.h"
 #include "storage/stats.h"
 
-_Static_assert(WORKER_MAX_DEPS == COREMETA_MAX_REQUIRES, "deps cap");
+_Static_assert(PYPI_MAX_DEPS == COREMETA_MAX_REQUIRES, "deps cap");
 
 /* The most bytes of a metadata file read for its headers. */
 #define HEADERS_CAP COREMETA_MAX_HEADERS
@@ -99,8 +100,8 @@ void prefetch_note(struct worker *w, const struct req *r, int idx,
 	size_t len = 0, kept = 0;
 	int from;
 
-	w->deps.index = -1;
-	w->deps.n = 0;
+	pypi_proc()->deps.index = -1;
+	pypi_proc()->deps.n = 0;
 	if (w->conf->prefetch_max <= 0 || w->cgi || r->status < 200 ||
 	    r->status > 299 || r->head)
 		return;
@@ -121,27 +122,27 @@ void prefetch_note(struct worker *w, const struct req *r, int idx,
 			return;
 		text = (char *)bytes;
 	}
-	if (coremeta_requires(text, len, w->deps.name, WORKER_MAX_DEPS,
-			      &w->deps.n))
-		w->deps.n = 0;
+	if (coremeta_requires(text, len, pypi_proc()->deps.name, PYPI_MAX_DEPS,
+			      &pypi_proc()->deps.n))
+		pypi_proc()->deps.n = 0;
 	free(text);
 	/* only what is to be fetched ends the answer early (and lets its
 	 * connection go): a warm install keeps its connections */
-	for (size_t i = 0; i < w->deps.n; i++) {
-		enum pages_want want = pages_wanted(w, idx, w->deps.name[i]);
+	for (size_t i = 0; i < pypi_proc()->deps.n; i++) {
+		enum pages_want want = pages_wanted(w, idx, pypi_proc()->deps.name[i]);
 
 		if (want == PAGES_FRESH)
 			stats_add(STATS_PREFETCH_SKIPPED, 1);
 		if (want != PAGES_WANTED)
 			continue;
 		if (kept != i)
-			memcpy(w->deps.name[kept], w->deps.name[i],
-			       sizeof(w->deps.name[i]));
+			memcpy(pypi_proc()->deps.name[kept], pypi_proc()->deps.name[i],
+			       sizeof(pypi_proc()->deps.name[i]));
 		kept++;
 	}
-	w->deps.n = kept;
+	pypi_proc()->deps.n = kept;
 	if (kept)
-		w->deps.index = idx;
+		pypi_proc()->deps.index = idx;
 }
 
 /* Takes a free one of the prefetch_max slots: returns the open lock file
@@ -169,7 +170,7 @@ static int take_slot(const struct worker *w)
 
 void prefetch_run(struct worker *w)
 {
-	struct worker_deps *d = &w->deps;
+	struct pypi_deps *d = &pypi_proc()->deps;
 	char err[1024];
 	const char *cache;
 	struct db_page p;
@@ -192,21 +193,21 @@ void prefetch_run(struct worker *w)
 			stats_add(STATS_PREFETCH_SKIPPED, 1);
 			continue;
 		}
-		w->prefetching = 1;
-		w->prefetched = 0;
+		pypi_proc()->prefetching = 1;
+		pypi_proc()->prefetched = 0;
 		rc = pages_get(w, idx, d->name[i], &p, &cache, err,
 			       sizeof(err));
-		w->prefetching = 0;
+		pypi_proc()->prefetching = 0;
 		close(slot);
 		if (rc && rc != ENOENT)
 			log_warn(0, d->name[i], "prefetch: %s", err);
-		if (w->prefetched)
+		if (pypi_proc()->prefetched)
 			stats_add(STATS_PREFETCH_PAGES,
-				  (uint64_t)w->prefetched);
+				  (uint64_t)pypi_proc()->prefetched);
 		else
 			stats_add(STATS_PREFETCH_SKIPPED, 1);
 	}
 	/* the pages fetched hint at no metadata: one level deep */
-	w->hint.index = -1;
+	pypi_proc()->hint.index = -1;
 	d->n = 0;
 }

@@ -22,17 +22,18 @@
 
 /* After r, a request for the .metadata of (sha256, filename) as listed by
  * the index at position idx (the route's), or for that wheel itself, was
- * answered: notes on w->deps, for prefetch_run(), the projects its
+ * answered: notes in the process's deps (fcgi/pypi/proc.h), for
+ * prefetch_run(), the projects its
  * metadata requires whose pages are not fresh here (pages_wanted(); a
  * fresh one is counted as skipped). A wheel counts only when r fetched it
  * (a MISS: stored and verified now). Reads the stored metadata and page
- * rows; asks no one. w->deps.index is -1 when there is nothing to fetch,
- * so that the caller need not let the connection go. */
+ * rows; asks no one. The deps' index is -1 when there is nothing to
+ * fetch, so that the caller need not let the connection go. */
 void prefetch_note(struct worker *w, const struct req *r, int idx,
 		   const char *sha256, const char *filename, int metadata);
 
-/* Once the answer is out: fetches the pages w->deps names that are not
- * fresh here, each in a free slot, and clears w->deps. */
+/* Once the answer is out: fetches the pages the process's deps name that
+ * are not fresh here, each in a free slot, and clears the deps. */
 void prefetch_run(struct worker *w);
 
 #endif

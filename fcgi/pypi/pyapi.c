@@ -10,6 +10,7 @@
 #include "common/pypi/pyjson.h"
 #include "fcgi/pypi/metadata.h"
 #include "fcgi/pypi/pages.h"
+#include "fcgi/pypi/proc.h"
 #include "fcgi/pypi/pyapi.h"
 #include "fcgi/server/send.h"
 #include "storage/blob.h"
@@ -239,13 +240,13 @@ void pyapi_serve(struct worker *w, struct req *r, const struct route *rt)
 again:
 	/* no prefetch and no refresh after the answer here: the document
 	 * is built from the page as pages_get() has it now */
-	w->hint.index = -1;
-	w->revalidate.index = -1;
-	w->revalidate.can_defer = 0;
+	pypi_proc()->hint.index = -1;
+	pypi_proc()->revalidate.index = -1;
+	pypi_proc()->revalidate.can_defer = 0;
 	rc = pages_get(w, rt->index, rt->project, &page, &r->cache, b.err,
 		       sizeof(b.err));
-	w->hint.index = -1;
-	w->revalidate.index = -1;
+	pypi_proc()->hint.index = -1;
+	pypi_proc()->revalidate.index = -1;
 	if (rc == ENOENT) {
 		not_found(r);
 		goto out;

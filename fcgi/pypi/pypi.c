@@ -9,10 +9,12 @@
 #include "common/http/accept.h"
 #include "common/log.h"
 #include "common/pypi/cooldown.h"
+#include "fcgi/access/auth.h"
 #include "fcgi/pypi/listing.h"
 #include "fcgi/pypi/metadata.h"
 #include "fcgi/pypi/pages.h"
 #include "fcgi/pypi/prefetch.h"
+#include "fcgi/pypi/proc.h"
 #include "fcgi/pypi/pypi.h"
 #include "fcgi/pypi/quarantine.h"
 #include "fcgi/pypi/ranges.h"
@@ -22,6 +24,15 @@
 #include "storage/blob.h"
 #include "storage/flight.h"
 #include "storage/stats.h"
+
+/* PyPI's per-process state (fcgi/pypi/proc.h): one request at a time. */
+static struct pypi_proc proc = {
+	.hint.index = -1, .revalidate.index = -1, .deps.index = -1};
+
+struct pypi_proc *pypi_proc(void)
+{
+	return &proc;
+}
 
 static void prefetch(struct worker *w);
 
@@ -78,15 +89,15 @@ void pypi_simple(struct worker *w, struct req *r, const struct route *rt)
 	}
 	/* the most requested projects are on the anonymous status page:
 	 * not the names of an index that takes a token to read */
-	if (*project && !w->read_token[rt->index])
+	if (*project && !auth_read_token(w, rt->index))
 		stats_top_add(STATS_TOP_PROJECTS, project);
 again:
-	w->hint.index = -1;
-	w->revalidate.index = -1;
-	w->revalidate.can_defer = 1;
+	pypi_proc()->hint.index = -1;
+	pypi_proc()->revalidate.index = -1;
+	pypi_proc()->revalidate.can_defer = 1;
 	rc = pages_get(w, rt->index, project, &p, &r->cache, err,
 		       sizeof(err));
-	w->revalidate.can_defer = 0;
+	pypi_proc()->revalidate.can_defer = 0;
 	if (rc == ENOENT) {
 		req_header(r, "Vary", "Accept");
 		req_error(r, 404, *project ? "no such project" :
@@ -121,7 +132,8 @@ again:
 	}
 	if (rc) {
 		req_error(r, 500, "cached page is missing from the store");
-	} else if (w->hint.index >= 0 || w->revalidate.index >= 0) {
+	} else if (pypi_proc()->hint.index >= 0 ||
+		   pypi_proc()->revalidate.index >= 0) {
 		/* the page is answered: the client reads it while the
 		 * metadata it likely wants next comes, or while the stale
 		 * page it got is refreshed (stale_while_revalidate) */
@@ -129,8 +141,8 @@ again:
 		prefetch(w);
 		pages_revalidate(w);
 	}
-	w->hint.index = -1;
-	w->revalidate.index = -1;
+	pypi_proc()->hint.index = -1;
+	pypi_proc()->revalidate.index = -1;
 }
 
 int pypi_offline(const struct worker *w, int idx, char *err, size_t errlen)
@@ -253,11 +265,11 @@ int pypi_file_want(struct worker *w, int from, const struct db_file *f,
 	return *sha && send_stored(w, sha);
 }
 
-/* Fetches the metadata the last page refresh hinted at (w->hint), with no
- * client waiting: a request for it meanwhile follows this fetch. */
+/* Fetches the metadata the last page refresh hinted at (the process's
+ * hint), with no client waiting: a request for it meanwhile follows this fetch. */
 static void prefetch(struct worker *w)
 {
-	const struct worker_hint *h = &w->hint;
+	const struct pypi_hint *h = &pypi_proc()->hint;
 	char sha[65], err[1024] = "";
 	int rc;
 
@@ -406,7 +418,7 @@ void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 	 * once this answer is out (fcgi/pypi/prefetch.h) */
 	prefetch_note(w, r, rt->index, rt->sha256, rt->filename,
 		      rt->metadata);
-	if (w->deps.index < 0)
+	if (pypi_proc()->deps.index < 0)
 		return;
 	req_end(r, 0);
 	prefetch_run(w);

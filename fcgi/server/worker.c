@@ -2,7 +2,6 @@
 
 #include <string.h>
 
-#include "common/http/token.h"
 #include "common/log.h"
 #include "fcgi/server/worker.h"
 #include "storage/blob.h"
@@ -21,12 +20,6 @@ int worker_open(struct worker *w, const struct conf *c, int cgi)
 	memset(w, 0, sizeof(*w));
 	w->conf = c;
 	w->cgi = cgi;
-	w->hint.index = -1;
-	w->revalidate.index = -1;
-	w->deps.index = -1;
-	for (size_t i = 0; i < c->nindex && i < CONF_MAX_INDEXES; i++)
-		w->read_token[i] = (unsigned char)token_read_required(c,
-								      (int)i);
 	err = blob_init(c->data_dir);
 	if (!err) /* off when it fails: that is logged, and not fatal */
 		stats_open(c->data_dir);

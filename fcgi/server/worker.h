@@ -6,38 +6,9 @@
 #define LARDER_WORKER_H
 
 #include "common/conf/conf.h"
-#include "common/names.h"
 #include "fcgi/server/conn.h"
 #include "storage/db/db.h"
 #include "storage/fetch.h"
-
-/* A file a page refresh found worth fetching the metadata of once the
- * page is answered (conf prefetch_metadata). */
-struct worker_hint {
-	int index;              /* the cache index that listed it, -1: none */
-	char sha256[65];
-	char filename[256];
-};
-
-/* A page answered stale within stale_while_revalidate, to be refreshed
- * once its answer is out (pages_revalidate()). */
-struct worker_revalidate {
-	int index;              /* the cache index, -1: none */
-	char project[256];      /* "" for the project list */
-	int can_defer;          /* set by a caller that runs
-	                           pages_revalidate() after its answer */
-};
-
-/* The most dependencies one answer has prefetched (fcgi/pypi/prefetch.h). */
-#define WORKER_MAX_DEPS 16
-
-/* The projects a wheel's metadata requires, noted when it is answered,
- * whose pages are prefetched once the answer is out (prefetch_run()). */
-struct worker_deps {
-	int index;              /* the index the client asked, -1: none */
-	size_t n;
-	char name[WORKER_MAX_DEPS][NAMES_MAX_PROJECT + 1]; /* normalised */
-};
 
 struct worker {
 	const struct conf *conf;
@@ -45,15 +16,6 @@ struct worker {
 	int cgi;
 	struct conn *conns;     /* FastCGI: the connections this worker holds */
 	struct conn *current;   /* the one whose request is being answered */
-	struct worker_hint hint;
-	struct worker_revalidate revalidate;
-	struct worker_deps deps;
-	int prefetching;        /* a prefetch's page fetch is under way: the
-	                           page it stores is marked as prefetched */
-	int prefetched;         /* pages that fetch stored */
-	/* per index: reading it needs a token (fcgi/access/auth.h), worked out
-	 * once, so that an anonymous index costs one look per request */
-	unsigned char read_token[CONF_MAX_INDEXES];
 };
 
 /* Sets up w for this process: data directory layout and the database.
