@@ -411,8 +411,15 @@ static void file_answer(struct worker *w, struct req *r,
 
 void pypi_file(struct worker *w, struct req *r, const struct route *rt)
 {
+	int may_prefetch = !rt->provenance && w->conf->prefetch_max > 0 &&
+			   !w->cgi;
+
+	/* a prefetch may follow the answer: a fetch that ends it early must
+	 * not keep the connection, or the web server's next request (a warm
+	 * one, as likely as not) would wait behind the prefetch */
+	r->no_keep = may_prefetch;
 	file_answer(w, r, rt);
-	if (rt->provenance || w->conf->prefetch_max <= 0 || w->cgi)
+	if (!may_prefetch)
 		return;
 	/* what the installer reads next: its dependencies' pages, fetched
 	 * once this answer is out (fcgi/pypi/prefetch.h) */

@@ -301,7 +301,7 @@ void req_end(struct req *r, int keep)
 	if (!r->conn || !r->started || r->ended || r->aborted ||
 	    r->write_failed)
 		return;
-	if (keep)
+	if (keep && !r->no_keep)
 		conn_end(r->conn);
 	else
 		conn_end_close(r->conn);

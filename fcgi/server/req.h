@@ -37,6 +37,8 @@ struct req {
 	                         cache in front keeps them (fcgi/server/send.h) */
 	int started;          /* headers sent */
 	int ended;            /* complete before the handler returned */
+	int no_keep;          /* the handler has work after the answer:
+	                         req_end() lets the connection go */
 	int aborted;          /* connection broken on purpose */
 	int write_failed;     /* the client went away */
 	long long body_left;  /* request body bytes not read yet (CGI:
@@ -117,13 +119,14 @@ void req_flush(struct req *r);
 
 /* Completes a started response now, so that the web server finishes it
  * for the client, while the handler goes on with work of its own (a fetch
- * owner storing the file it has sent, a prefetch). With keep, the
- * connection stays, and a request the web server sends on it waits until
- * the handler is done: worth it when that is a matter of milliseconds,
- * since this worker holds a warm connection to the upstream. Without, it
- * is let go, so that the web server sends its next request to a free
- * worker. Writes after it fail and req_abort() does nothing. FastCGI only:
- * a CGI response ends with its process. */
+ * owner storing the file it has sent, a prefetch). With keep (unless
+ * r->no_keep says more work follows), the connection stays, and a request
+ * the web server sends on it waits until the handler is done: worth it
+ * when that is a matter of milliseconds, since this worker holds a warm
+ * connection to the upstream. Without, it is let go, so that the web
+ * server sends its next request to a free worker. Writes after it fail
+ * and req_abort() does nothing. FastCGI only: a CGI response ends with
+ * its process. */
 void req_end(struct req *r, int keep);
 
 /* Sends a complete response with body (Content-Length set here). */

@@ -121,6 +121,32 @@ def test_chain_depth_one(tmp_path, pf_wheels):
         st.stop()
 
 
+def test_a_prefetch_keeps_no_connection_a_warm_request_would_wait_on(tmp_path, pf_wheels):
+    """A cold .metadata is small, and a small file's fetch ends its answer
+    early keeping the FastCGI connection; nginx reuses its latest kept
+    connection first. With a prefetch to follow, that connection must go:
+    a warm request sent right after answers at once, not after the
+    prefetch's slow pages."""
+    st = start(tmp_path, pf_wheels)
+    try:
+        (fa,) = files_of(st, "pf-a")
+        (fc,) = files_of(st, "pf-c")
+        warm = "/root/pypi/files/" + fc["url"].split("files/", 1)[1]
+        assert st.get(warm).status == 200  # now in the store
+        st.standin.control(delay=2.0)  # every upstream page from now on
+        r = st.get(metadata_path(fa))
+        assert r.status == 200 and r.header("X-Larder-Cache") == "MISS", r
+        t0 = time.monotonic()
+        r = st.get(warm)
+        took = time.monotonic() - t0
+        assert r.status == 200 and r.header("X-Larder-Cache") == "HIT", r
+        assert took < 1.0, "a warm file waited %.2f s behind a prefetch" % took
+        assert settled(st, 2, timeout=30) == (2, 0)
+    finally:
+        st.standin.control(delay=0)
+        st.stop()
+
+
 def test_pip_joins_the_prefetch(tmp_path, pf_wheels, new_venv):
     """pip installs the chain through larder on a slow upstream: each page
     is fetched from upstream once, whether pip's request for it came before,
