@@ -221,10 +221,36 @@ static int commit_fd(struct push *p, int fd, long long n, const char *hex)
 	return 0;
 }
 
+/* Forgets session u when no request is writing it (its temp file's flock,
+ * which a writer holds) and it is still untouched since before: the row
+ * and the temp file. Returns 1 when it went. */
+static int expire_one(struct db *db, const struct db_oci_upload *u,
+                      long long before)
+{
+	struct db_oci_upload now;
+	int fd = open(u->tmp, O_RDWR | O_CLOEXEC), gone = 0;
+
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		close(fd); /* being written: it is not idle */
+		return 0;
+	}
+	/* read again under the lock: a writer may have finished meanwhile */
+	if (db_oci_upload_get(db, u->id, &now) == 0 && now.touched < before &&
+	    db_oci_upload_delete(db, u->id) == 0) {
+		unlink(u->tmp);
+		gone = 1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return gone;
+}
+
 long oci_push_expire(const struct conf *c, struct db *db)
 {
-	struct db_oci_upload old[16];
+	struct db_oci_upload old[16], last;
+	long long now = (long long)time(NULL);
 	long ttl = 3600, gone = 0;
+	int have_last = 0;
 	size_t n = 0;
 
 	for (size_t i = 0; i < c->nregistry; i++)
@@ -232,27 +258,30 @@ long oci_push_expire(const struct conf *c, struct db *db)
 		    c->registry[i].upload_ttl > 0 &&
 		    c->registry[i].upload_ttl < ttl)
 			ttl = c->registry[i].upload_ttl;
-	/* a batch at a time: the rows older than the shortest ttl, each
-	 * then held to its own registry's */
+	/* the rows older than the shortest ttl, oldest first, a batch at a
+	 * time from after the last one seen, each held to its own
+	 * registry's (a registry no longer hosted: the shortest) */
 	for (int round = 0; round < 64; round++) {
-		long before = gone;
-
-		if (db_oci_upload_expired(db, (long long)time(NULL) - ttl, old,
-		                          16, &n) || !n)
+		if (db_oci_upload_expired(db, now - ttl,
+		                          have_last ? &last : NULL, old, 16,
+		                          &n) || !n)
 			break;
 		for (size_t i = 0; i < n; i++) {
 			int ri = conf_registry_find(c, old[i].registry,
 			                            strlen(old[i].registry));
-			long t = ri >= 0 ? c->registry[ri].upload_ttl : 0;
+			long t = ri >= 0 &&
+			                 c->registry[ri].type ==
+			                     CONF_REGISTRY_HOSTED &&
+			                 c->registry[ri].upload_ttl > 0
+			             ? c->registry[ri].upload_ttl
+			             : ttl;
 
-			if (old[i].touched >= (long long)time(NULL) - t)
-				continue;
-			if (db_oci_upload_delete(db, old[i].id) == 0) {
-				unlink(old[i].tmp);
-				gone++;
-			}
+			if (old[i].touched < now - t)
+				gone += expire_one(db, &old[i], now - t);
 		}
-		if (gone == before)
+		last = old[n - 1];
+		have_last = 1;
+		if (n < 16)
 			break;
 	}
 	return gone;
@@ -441,6 +470,11 @@ static void session(struct push *p)
 		rc = db_oci_upload_size(p->w->db, u.id, u.size + got,
 		                        (long long)time(NULL));
 		close(fd);
+		if (rc == ENOENT) {
+			oci_fail(p->r, 404, "BLOB_UPLOAD_UNKNOWN",
+			         "the upload session expired");
+			return;
+		}
 		if (rc) {
 			oci_fail(p->r, 500, "UNKNOWN", "cannot record the upload");
 			return;

@@ -249,9 +249,12 @@ static const char *const sql[S_COUNT] = {
 	[S_OCI_UPLOAD_SIZE] = "UPDATE oci_uploads SET size = ?2, touched = ?3"
 			      " WHERE id = ?1",
 	[S_OCI_UPLOAD_DELETE] = "DELETE FROM oci_uploads WHERE id = ?1",
+	/* oldest first, from after the last row a batch read: rows a
+	 * caller keeps do not hold the next batch back */
 	[S_OCI_UPLOAD_EXPIRED] = "SELECT id, registry, name, tmp, size,"
 				 " touched FROM oci_uploads"
-				 " WHERE touched < ?1 LIMIT 64",
+				 " WHERE touched < ?1 AND (touched, id) > (?2, ?3)"
+				 " ORDER BY touched, id LIMIT ?4",
 	/* a hosted repository's tags: what is neither a digest nor a list */
 	[S_OCI_TAGS] = "SELECT ref FROM oci_refs WHERE registry = ?1"
 		       " AND name = ?2 AND status = 200 AND ref NOT LIKE '%:%'"

@@ -334,16 +334,19 @@ int db_oci_upload_put(struct db *db, const struct db_oci_upload *u);
 /* Reads session id. Returns 0, ENOENT, or EIO. */
 int db_oci_upload_get(struct db *db, const char *id, struct db_oci_upload *u);
 
-/* Records that session id holds size bytes as of now. Returns 0 or EIO. */
+/* Records that session id holds size bytes as of now. Returns 0, ENOENT
+ * when the session is gone (expired meanwhile), or EIO. */
 int db_oci_upload_size(struct db *db, const char *id, long long size,
                        long long now);
 
 /* Forgets session id. Returns 0 or EIO. */
 int db_oci_upload_delete(struct db *db, const char *id);
 
-/* Reads up to max sessions untouched since before into u; *n says how
- * many. Returns 0 or EIO. */
+/* Reads up to max sessions untouched since before into u, oldest first
+ * and after the session after (a previous batch's last; NULL: from the
+ * start); *n says how many. Returns 0 or EIO. */
 int db_oci_upload_expired(struct db *db, long long before,
+                          const struct db_oci_upload *after,
                           struct db_oci_upload *u, size_t max, size_t *n);
 
 /* Appends to out the JSON array of a hosted repository's tags, sorted

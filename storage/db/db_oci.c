@@ -188,7 +188,9 @@ int db_oci_upload_size(struct db *db, const char *id, long long size,
 	BIND_TEXT(st, 1, id);
 	sqlite3_bind_int64(st, 2, size);
 	sqlite3_bind_int64(st, 3, now);
-	return db_run(db, st, "oci upload size");
+	if (db_run(db, st, "oci upload size"))
+		return EIO;
+	return sqlite3_changes(db->conn) ? 0 : ENOENT;
 }
 
 int db_oci_upload_delete(struct db *db, const char *id)
@@ -200,6 +202,7 @@ int db_oci_upload_delete(struct db *db, const char *id)
 }
 
 int db_oci_upload_expired(struct db *db, long long before,
+                          const struct db_oci_upload *after,
                           struct db_oci_upload *u, size_t max, size_t *n)
 {
 	sqlite3_stmt *st = db_stmt(db, S_OCI_UPLOAD_EXPIRED);
@@ -207,6 +210,9 @@ int db_oci_upload_expired(struct db *db, long long before,
 
 	*n = 0;
 	sqlite3_bind_int64(st, 1, before);
+	sqlite3_bind_int64(st, 2, after ? after->touched : -1);
+	BIND_TEXT(st, 3, after ? after->id : "");
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)max);
 	while (*n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		db_text(st, 0, u[*n].id, sizeof(u[*n].id));
 		upload_row(st, 1, &u[*n]);

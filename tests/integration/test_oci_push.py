@@ -13,11 +13,13 @@ import json
 import os
 import re
 import shutil
+import socket
 import sqlite3
-import tempfile
 import subprocess
+import tempfile
 import threading
 import time
+import urllib.parse
 
 import pytest
 
@@ -496,6 +498,58 @@ def test_sessions_expire(stack):
     assert "removed expired upload sessions" in p.stdout.decode()
     assert not temps(st)
     assert api.req("GET", loc2).status == 404
+
+
+def test_expiry_reaches_past_sessions_it_keeps(stack):
+    """Sessions old by the shortest upload_ttl (2 s, "other") but young by
+    their own registry's (an hour, "open") fill a whole batch of the
+    expiry's query: the expired one behind them still goes."""
+    st = stack
+    keep = Api(st, token(st, "--registry", "open", "--actions", "push"))
+    gone = Api(st, token(st, "--registry", "other", "--actions", "push"))
+    kept = [keep.start("open/k%d" % i) for i in range(16)]
+    time.sleep(0.05)
+    loc = gone.start("other/x")
+    time.sleep(3.1)
+    gone.start("other/y")  # a session opening runs the expiry
+    sid = loc.rsplit("/", 1)[1]
+    assert not [t for t in temps(st) if t.endswith(sid)], temps(st)
+    assert len(temps(st)) == 17  # the 16 kept and other/y's
+    for k in kept:
+        assert keep.req("GET", k).status == 204
+        keep.req("DELETE", k)
+
+
+def test_expiry_spares_a_session_being_written(stack):
+    """A PATCH that outlasts upload_ttl while its body streams in keeps its
+    session: the expiry another request runs meanwhile skips a session
+    whose temp file a writer holds."""
+    st = stack
+    api = Api(st, token(st, "--registry", "other", "--actions", "push"))
+    loc = api.start("other/slow")
+    u = urllib.parse.urlsplit(st.nginx.base)
+    sock = socket.create_connection((u.hostname, u.port), timeout=30)
+    try:
+        head = ("PATCH %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 100\r\n"
+                "Content-Type: application/octet-stream\r\nConnection: close\r\n"
+                % (loc, u.netloc))
+        for k, v in api.auth.items():
+            head += "%s: %s\r\n" % (k, v)
+        sock.sendall(head.encode() + b"\r\n" + b"a" * 10)
+        time.sleep(3.1)  # past "other"'s upload_ttl, mid-body
+        api.start("other/trigger")  # runs the expiry
+        sock.sendall(b"a" * 90)
+        answer = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    finally:
+        sock.close()
+    assert answer.startswith(b"HTTP/1.1 202"), answer[:300]
+    r = api.req("GET", loc)
+    assert r.status == 204 and r.header("Range") == "0-99", (r, r.header("Range"))
 
 
 def test_token_cli(stack):
