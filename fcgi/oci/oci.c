@@ -118,13 +118,8 @@ static void send_row(struct worker *w, struct req *r,
 	                        row->fetched_at + row->ttl;
 	if (o.expires <= time(NULL))
 		o.expires = 1; /* stale: a date in the past */
+	/* (a HEAD's answer is never nginx's to keep: send_blob) */
 	o.inline_body = o.front_cache = cache && strcmp(cache, "1") == 0;
-	/* nginx keeps an answer under its URL whatever the method: never a
-	 * HEAD's, which has no body, for the GETs after it */
-	if (r->head && o.front_cache) {
-		o.front_cache = 0;
-		req_header(r, "X-Accel-Expires", "0");
-	}
 	if (digest)
 		req_header(r, "Docker-Content-Digest", "sha256:%s",
 		           row->sha256);

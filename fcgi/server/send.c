@@ -259,7 +259,10 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 		req_header(r, "Cache-Control", "%s", cc);
 	if (o->expires)
 		req_header_date(r, "Expires", o->expires);
-	if (o->front_cache && r->private_index) {
+	/* nginx keeps an answer under its URL whatever the method: never a
+	 * HEAD's, which has no body, for the GETs after it; never one that
+	 * needed a token (it would hand it to anyone) */
+	if (o->front_cache && (r->private_index || r->head)) {
 		req_header(r, "X-Accel-Expires", "0");
 	} else if (o->expires && o->front_cache) {
 		long long last = o->expires - 1; /* the last second fresh */

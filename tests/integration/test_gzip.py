@@ -186,6 +186,19 @@ def test_nginx_pages(stack, tmp_path):
     assert rc == 0, out
 
 
+def test_a_head_leaves_nginx_no_empty_page(stack):
+    """nginx's page cache keys a page by its URL, not the method: a HEAD
+    answered first must not leave it an empty answer for the GETs after
+    it (X-Accel-Expires: 0 on a HEAD)."""
+    for path in ("/pypi/simple/larder-demo-b/", "/pypi/simple/"):
+        for accept in (JSON_TYPE, HTML_TYPE):
+            h = {"Accept": accept}
+            r = stackmod.http(stack.base + path, method="HEAD", headers=h)
+            assert r.status == 200 and r.body == b"", r
+            r = stackmod.http(stack.base + path, headers=h)
+            assert r.status == 200 and len(r.body) > 20, (path, accept, r, r.body)
+
+
 @pytest.mark.parametrize("stack", [{"page_cache": True}, {"page_cache": False}],
                          indirect=True, ids=["page-cache", "x-accel"])
 def test_nginx_pip_install(stack, new_venv):
