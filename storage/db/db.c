@@ -20,7 +20,7 @@
 #define STRINGIFY(x) STRINGIFY_(x)
 
 /* The schema this build reads and writes (PRAGMA user_version). */
-#define SCHEMA_VERSION 9
+#define SCHEMA_VERSION 10
 
 /* Every table as this version has it. Run under one write lock taken up
  * front: a deferred transaction that reads the schema and then wants to
@@ -71,7 +71,7 @@ static const char schema[] =
 	"  PRIMARY KEY (registry, name, sha256));"
 	"CREATE INDEX IF NOT EXISTS oci_blobs_sha ON oci_blobs (sha256);"
 	/* a hosted registry's blob upload sessions: the temp file in DATA/tmp
-	 * holds the bytes so far (schema 9) */
+	 * holds the bytes so far (schema 10) */
 	"CREATE TABLE IF NOT EXISTS oci_uploads ("
 	"  id TEXT PRIMARY KEY, registry TEXT NOT NULL, name TEXT NOT NULL,"
 	"  tmp TEXT NOT NULL, size INTEGER NOT NULL,"
@@ -114,7 +114,7 @@ static const char from_v0[] =
 	"ALTER TABLE flights ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';"
 	"ALTER TABLE outcomes ADD COLUMN at INTEGER NOT NULL DEFAULT 0;";
 
-/* The columns schemas 5 to 9 added to tables that were there before,
+/* The columns schemas 5 to 10 added to tables that were there before,
  * each added where it is missing, then what fills it in (or NULL). A store
  * from before meta_prov recorded metadata larder made from unverified
  * bytes (range reads, an upstream .metadata no page vouched for) as if
@@ -440,7 +440,7 @@ static int schema_up(struct db *db)
 		if (v == 0 && has_table(db, "flights") &&
 		    sqlite3_exec(db->conn, from_v0, NULL, NULL, NULL) != SQLITE_OK)
 			break;
-		if (v < 9 && add_columns(db))
+		if (v < 10 && add_columns(db))
 			break;
 		if (sqlite3_exec(db->conn, schema, NULL, NULL, NULL) != SQLITE_OK ||
 		    sqlite3_exec(db->conn, "PRAGMA user_version = "

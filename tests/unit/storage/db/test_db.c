@@ -332,6 +332,29 @@ T(schema_2_upgrades)
 	CHECK_INT(db_page_get(db, "pypi", "six", &got), 0);
 	CHECK_INT(got.held, 3);
 	CHECK_INT((int)got.prefetched_at, 0);
+	/* two branches each called their change schema 9 (pages.prefetched_at,
+	 * oci_uploads): a store either made is brought to 10 whole */
+	db_close(db);
+	CHECK_INT(sqlite3_open(path, &raw), SQLITE_OK);
+	CHECK_INT(sqlite3_exec(raw, "ALTER TABLE pages DROP COLUMN "
+			       "prefetched_at; PRAGMA user_version = 9", NULL,
+			       NULL, NULL), SQLITE_OK);
+	sqlite3_close(raw);
+	CHECK_INT(db_open(dir, &db), 0);
+	CHECK_INT(db_page_get(db, "pypi", "six", &got), 0);
+	CHECK_INT(got.held, 3);
+	db_close(db);
+	CHECK_INT(sqlite3_open(path, &raw), SQLITE_OK);
+	CHECK_INT(sqlite3_exec(raw, "DROP TABLE oci_uploads; "
+			       "PRAGMA user_version = 9", NULL, NULL, NULL),
+		  SQLITE_OK);
+	sqlite3_close(raw);
+	CHECK_INT(db_open(dir, &db), 0);
+	{
+		struct db_oci_upload u;
+
+		CHECK_INT(db_oci_upload_get(db, "nope", &u), ENOENT);
+	}
 	{
 		long n = -1;
 
