@@ -98,6 +98,7 @@ static const char *const library_values[] = {"auto", "yes", "no", NULL};
 static const char *const synth_values[] = {"ranges", "verified", "no", NULL};
 
 static const char *at_least_one(void *field);
+static const char *above_zero(void *field);
 static const char *prefetch_slots(void *field);
 static const char *check_layers(void *field);
 static const char *check_hosts(void *field);
@@ -433,11 +434,11 @@ const struct conf_key conf_keys[] = {
              "only clients that log in (docker login, podman login, "
              "skopeo --creds) with a token that has the pull action for "
              "it."},
-    {REGISTRY(upload_ttl), T_SECONDS, "1h",
+    {REGISTRY(upload_ttl), T_SECONDS, "1h", .check = above_zero,
      .help = "How long a hosted registry keeps an unfinished blob upload "
              "after its last request; then the session is forgotten and "
              "its temporary file removed."},
-    {REGISTRY(max_upload_size), T_SIZE, "1G",
+    {REGISTRY(max_upload_size), T_SIZE, "1G", .check = above_zero,
      .help = "The largest blob a hosted registry takes (a manifest: at "
              "most 4M); a bigger one is refused (413 SIZE_INVALID) and "
              "nothing is stored. The web server in front must not limit "
@@ -619,6 +620,13 @@ static int seen_before(const char *list, const char *w, size_t len)
 static const char *at_least_one(void *f)
 {
 	return *(long *)f >= 1 ? NULL : "a whole number of at least 1";
+}
+
+/* A duration or a size that must not be 0 (a session that expires at
+ * once, a registry that refuses every blob). */
+static const char *above_zero(void *f)
+{
+	return *(long *)f > 0 ? NULL : "more than 0";
 }
 
 static const char *prefetch_slots(void *f)

@@ -312,10 +312,14 @@ static int one_require(const char *name, size_t nlen, const char *value,
 		return 0;
 	while (is_blank(*p))
 		p++;
-	while (n < sizeof(raw) - 1 &&
+	while (n < sizeof(raw) &&
 	       (isalnum((unsigned char)p[n]) || p[n] == '.' || p[n] == '_' ||
 		p[n] == '-'))
 		n++;
+	/* longer than a project name may be: no index has it (cut short,
+	 * it would name another project) */
+	if (n == sizeof(raw))
+		return 0;
 	memcpy(raw, p, n);
 	raw[n] = '\0';
 	p += n;

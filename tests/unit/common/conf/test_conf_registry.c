@@ -498,6 +498,11 @@ T(registry_hosted)
 	               "a virtual registry has no upstream");
 	CHECK_CONTAINS(fails("[registry \"r\"]\ntype = hosted\nread = some\n"),
 	               "larder.conf:3:");
+	CHECK_CONTAINS(fails("[registry \"r\"]\ntype = hosted\nupload_ttl = 0\n"),
+	               "more than 0");
+	CHECK_CONTAINS(fails("[registry \"r\"]\ntype = hosted\n"
+	                     "max_upload_size = 0\n"),
+	               "more than 0");
 }
 
 T(registry_failed_parse_changes_nothing)

@@ -333,6 +333,23 @@ T(requires)
 	CHECK_INT(n, 0);
 	CHECK_INT(coremeta_requires("Requires-Dist: a\0", 17, names, 4, &n),
 		  EINVAL);
+	{
+		/* a name longer than any project's is skipped, not cut
+		 * short into another project's name */
+		char text[NAMES_MAX_PROJECT + 64];
+
+		snprintf(text, sizeof(text), "Requires-Dist: %0*d\n"
+			 "Requires-Dist: z\n", NAMES_MAX_PROJECT + 1, 7);
+		CHECK_INT(coremeta_requires(text, strlen(text), names, 4, &n),
+			  0);
+		CHECK_INT(n, 1);
+		CHECK_STR(names[0], "z");
+		snprintf(text, sizeof(text), "Requires-Dist: %0*d\n",
+			 NAMES_MAX_PROJECT, 7);
+		CHECK_INT(coremeta_requires(text, strlen(text), names, 4, &n),
+			  0);
+		CHECK_INT(n, 1);
+	}
 }
 
 int main(void)
