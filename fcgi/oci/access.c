@@ -5,12 +5,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/buf.h"
 #include "common/http/token.h"
 #include "common/names.h"
 #include "common/oci/ref.h"
 #include "fcgi/oci/access.h"
-#include "fcgi/oci/refs.h"
+#include "fcgi/oci/oci.h"
 #include "storage/db/db.h"
 
 /* A salt and hash no secret matches, checked for an unknown token id. */
@@ -24,20 +23,11 @@ static int quiet;
 static int refuse(struct req *r, int status, const char *code,
                   const char *message)
 {
-	struct buf b;
-
 	if (quiet)
 		return EACCES;
 	if (status == 401)
 		req_header(r, "WWW-Authenticate", "Basic realm=\"larder\"");
-	buf_init(&b, 4096);
-	if (oci_error_body(&b, code, message)) {
-		req_error(r, status, message);
-	} else {
-		req_header(r, "Cache-Control", "no-store");
-		req_reply(r, status, OCI_JSON_TYPE, b.data, b.len);
-	}
-	buf_free(&b);
+	oci_fail(r, status, code, message);
 	return EACCES;
 }
 
