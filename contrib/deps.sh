@@ -14,7 +14,7 @@ run="nginx-light"
 test="python3 python3-venv python3-pytest curl wrk
  twine python3-pdm python3-poetry python3-build python3-setuptools python3-wheel
  lighttpd apache2 libapache2-mod-fcgid libapache2-mod-xsendfile
- skopeo podman docker-registry openssl haproxy libfcgi-bin strace
+ skopeo podman docker-registry docker.io containerd openssl haproxy libfcgi-bin strace
  clang libclang-rt-14-dev chromium libjansson-dev
  debhelper dpkg-dev fakeroot lintian man-db systemd"
 old="libfcgi-dev"
@@ -41,6 +41,6 @@ $sudo apt-get update -q >/dev/null
 $sudo apt-get install -y -q --no-install-recommends $missing >/dev/null
 # Debian starts the servers it installs where it can; the tests start
 # their own on their own ports, so stop the system ones.
-for s in nginx apache2 lighttpd haproxy; do
+for s in nginx apache2 lighttpd haproxy docker containerd; do
 	$sudo service "$s" stop >/dev/null 2>&1 || true
 done
