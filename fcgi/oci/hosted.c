@@ -125,23 +125,41 @@ static void refers_one(const char *sha256, const char *media_type,
                        const char *artifact_type, void *ctx)
 {
 	struct refers_ctx *c = ctx;
+	struct buf m, notes;
 	char path[4096];
 	struct stat st;
+	int rc;
 
 	if ((*c->type && strcmp(c->type, artifact_type) != 0) || c->err)
 		return;
 	if (blob_path(c->w->conf->data_dir, sha256, path, sizeof(path)) ||
 	    stat(path, &st))
 		return; /* gone: not listed */
-	if ((c->n++ && buf_adds(c->out, ",")) ||
+	/* the spec: the descriptor carries the referrer's annotations */
+	buf_init(&m, OCI_MAX_MANIFEST);
+	buf_init(&notes, OCI_MAX_MANIFEST);
+	rc = blob_read(c->w->conf->data_dir, sha256, &m);
+	if (rc == ENOENT) {
+		buf_free(&m);
+		buf_free(&notes);
+		return; /* gone since */
+	}
+	if (!rc)
+		rc = oci_manifest_annotations(m.data, m.len, &notes);
+	buf_free(&m);
+	if (rc ||
+	    (c->n++ && buf_adds(c->out, ",")) ||
 	    buf_adds(c->out, "{\"mediaType\":") ||
 	    json_put_string(c->out, media_type) ||
 	    buf_addf(c->out, ",\"digest\":\"sha256:%s\",\"size\":%lld", sha256,
 	             (long long)st.st_size) ||
 	    (*artifact_type && (buf_adds(c->out, ",\"artifactType\":") ||
 	                        json_put_string(c->out, artifact_type))) ||
+	    (notes.len && (buf_adds(c->out, ",\"annotations\":") ||
+	                   buf_add(c->out, notes.data, notes.len))) ||
 	    buf_adds(c->out, "}"))
-		c->err = ENOMEM;
+		c->err = rc ? rc : ENOMEM;
+	buf_free(&notes);
 }
 
 static void pull_referrers(struct worker *w, struct req *r,
