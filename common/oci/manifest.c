@@ -441,3 +441,39 @@ int oci_referrers_filter(const char *data, size_t len,
 	json_free(&r);
 	return rc;
 }
+
+int oci_manifest_annotations(const char *data, size_t len, struct buf *out)
+{
+	struct json_reader r;
+	const char *found = NULL;
+	size_t found_len = 0;
+	char err[160];
+	int k = 0, t, rc;
+
+	rc = open_object(&r, data, len, "manifest", err, sizeof(err));
+	if (rc == EFBIG)
+		return rc;
+	while (!rc && (k = json_key(&r)) == 1) {
+		int want = !found && !strcmp(buf_str(&r.str), "annotations");
+
+		t = json_value(&r);
+		if (t == JSON_ERROR) {
+			rc = EINVAL;
+		} else if (t == JSON_OBJECT || t == JSON_ARRAY) {
+			const char *start = r.p - 1; /* its '{' or '[' */
+
+			if (json_skip(&r))
+				rc = EINVAL;
+			else if (want && t == JSON_OBJECT) {
+				found = start;
+				found_len = (size_t)(r.p - start);
+			}
+		}
+	}
+	if (!rc && (k < 0 || json_end(&r)))
+		rc = EINVAL;
+	if (!rc && found)
+		rc = buf_add(out, found, found_len);
+	json_free(&r);
+	return rc;
+}

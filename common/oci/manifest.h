@@ -85,4 +85,11 @@ int oci_referrers_filter(const char *data, size_t len,
 			 const char *artifact_type, struct buf *out, char *err,
 			 size_t errlen);
 
+/* Appends to out the top-level "annotations" object of manifest or index
+ * data (len bytes) as it is written there, byte for byte; nothing when it
+ * has none (or one that is no object): what the referrers API lists with
+ * a referrer. Returns 0, EINVAL for what is not a JSON object, EFBIG over
+ * OCI_MAX_MANIFEST, or an errno from buf. */
+int oci_manifest_annotations(const char *data, size_t len, struct buf *out);
+
 #endif

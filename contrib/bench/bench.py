@@ -77,6 +77,10 @@ reason when docker-registry or skopeo is missing):
                     tags/list, blob HEAD, /v2/: 32 connections (req/s)
   oci-burst         50 concurrent tags/list requests and GETs of a stale
                     tag: the upstream requests they cost
+  oci-push          push of a --push-mb MB single-layer image to a hosted
+                    registry of larder and to docker-registry (MB/s; larder's
+                    largest worker's RSS), then the pushed layer read back
+                    against nginx static (oci-push-pull, MB/s)
 
 Every result carries the CPU seconds of the party's process tree (web
 server, larder workers, detached fetchers) and its peak RSS over the
@@ -1655,6 +1659,8 @@ def parse_args(argv):
     ap.add_argument("--larder-workers", type=int, default=4)
     ap.add_argument("--upload-mb", type=int, default=50,
                     help="the size of the wheel the upload workload uploads (MB)")
+    ap.add_argument("--push-mb", type=float, default=100,
+                    help="the size of the layer the oci-push workload pushes (MB)")
     ap.add_argument("--larder-set", action="append", default=[], metavar="KEY=VALUE",
                     help="a [larder] key for every larder party (repeatable), e.g. "
                     "prefetch_metadata=no")
@@ -1667,7 +1673,7 @@ def parse_args(argv):
     ap.add_argument("--oci-images", default=None,
                     help="where the OCI workloads' images are built and kept between runs")
     ap.add_argument("--layer-reps", type=int, default=30,
-                    help="times each reader reads the warm layer (oci-layer)")
+                    help="times each reader reads the warm layer (oci-layer, oci-push-pull)")
     ap.add_argument("--work", default=None, help="work dir (default: a new temp dir)")
     ap.add_argument("--json", default=None, help="write the report here")
     ap.add_argument("--doc", default=None,
@@ -1689,6 +1695,7 @@ def parse_args(argv):
         args.cold_files = min(args.cold_files, 6)
         args.layer_reps = 1
         args.upload_mb = min(args.upload_mb, 2)
+        args.push_mb = min(args.push_mb, 1)
         args.latency_ms = min(args.latency_ms, 2.0)
         # the shared link is still exercised, just not a bottleneck
         args.mbit = 2000.0 if args.mbit == 200.0 else args.mbit

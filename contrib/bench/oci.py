@@ -39,6 +39,16 @@ The workloads (bench.py --workloads picks them like the others):
   oci-burst      50 concurrent tags/list requests (cold, then stale) and 50
                  concurrent GETs of a stale tag: the upstream requests they
                  cost (larder with cache_ttl = 1 s)
+  oci-push       push of a single-layer image of --push-mb MB (100; 1 in the
+                 smoke run) driven from Python (POST a session, PUT the
+                 layer streamed from its file PUSH_BUFFER bytes at a time, the
+                 config the same way, PUT the manifest) to a hosted registry
+                 of larder behind nginx and to docker-registry (a plain one,
+                 no proxy) taking turns (MB/s of layer, the whole push timed;
+                 the largest larder worker's RSS meanwhile); then the pushed
+                 layer read back by curl from larder and from nginx static
+                 serving the same bytes (oci-push-pull, MB/s). It needs no
+                 upstream and builds no images.
 
 Used by bench.py as
 
@@ -50,6 +60,7 @@ When docker-registry or skopeo is missing every workload is skipped and
 info()["skipped"] says why.
 """
 
+import base64
 import collections
 import hashlib
 import http.client
@@ -73,7 +84,7 @@ import parties as partymod  # noqa: E402
 import stack  # noqa: E402
 import wan as wanmod  # noqa: E402
 
-WORKLOADS = ["oci-pull", "oci-layer", "oci-fleet", "oci-endpoints", "oci-burst"]
+WORKLOADS = ["oci-pull", "oci-layer", "oci-fleet", "oci-endpoints", "oci-burst", "oci-push"]
 PARTIES = ["direct", "oci-layout", "distribution", "nginx-static", "larder-nginx"]
 ONLY_OCI = ["oci-layout", "distribution"]   # parties the PyPI half does not know
 SECTION = "Container images"
@@ -108,6 +119,17 @@ IMAGES = [
     ("postgres", "debian", [14 * MB, 2 * MB, 60 * KB, 4 * KB]),
 ]
 TAG = "1.0"
+
+# oci-push: larder's hosted registry, the image's repository, the client's
+# buffer (the layer is sent from its file this many bytes at a time)
+PUSH_REGISTRY = "pushed"
+PUSH_SECTION = """
+[registry "%s"]
+type = hosted
+max_upload_size = 2G
+""" % PUSH_REGISTRY
+PUSH_REPO = "push/app"
+PUSH_BUFFER = 4 << 20
 
 
 def registry_version():
@@ -517,6 +539,8 @@ health:
     enabled: true
     interval: 10s
     threshold: 3
+"""
+DISTRIBUTION_PROXY = """\
 proxy:
   remoteurl: http://{remote}
 """
@@ -528,14 +552,19 @@ class Distribution(_Party):
     storage in the party's directory and proxy: remoteurl: the upstream."""
 
     kind = "pull-through-cache"
+    proxy = True                    # a cache; False: a plain registry that takes
+                                    # pushes (oci-push), for the next start() only
 
     def start(self):
         d = self._new_dir()
+        proxy, self.proxy = self.proxy, Distribution.proxy
         self.port = stack.free_port()
         conf = os.path.join(d, "config.yml")
         with open(conf, "w") as f:
             f.write(DISTRIBUTION_CONF.format(storage=os.path.join(d, "storage"),
-                                             port=self.port, remote=self.upstream.host))
+                                             port=self.port))
+            if proxy:
+                f.write(DISTRIBUTION_PROXY.format(remote=self.upstream.host))
         self.server = partymod._Server(d, self.port)
         self.server.start([ociup.REGISTRY_BIN, "serve", conf], "docker-registry",
                           os.path.join(d, "docker-registry.out"))
@@ -552,11 +581,11 @@ class _LarderNginx(partymod.LarderNginx):
     a unix socket) with a [registry] section whose upstream is the OCI
     upstream; the PyPI index points at a port nothing listens on."""
 
-    def __init__(self, workdir, upstream_url, args, cache_ttl, larder_extra):
+    def __init__(self, workdir, upstream_url, args, cache_ttl, larder_extra, extra_text=""):
         dead = stack.free_port()
         super().__init__(workdir, dead, args, None, larder_extra)
         section = ociup.registry_section(REGISTRY, upstream_url, cache_ttl=cache_ttl,
-                                         default=True, library_prefix="no")
+                                         default=True, library_prefix="no") + extra_text
         with open(self.conf, "w") as f:
             f.write(stack.larder_conf(self.data_dir, dead, cache_ttl=3600,
                                       extra=larder_extra, extra_text="\n" + section))
@@ -566,17 +595,34 @@ class Larder(_Party, partymod.Larder):
     kind = "larder"
     prefix = REGISTRY + "/"
     cache_ttl = 300                 # the registry's, for the next start() only
+    hosted = False                  # with PUSH_REGISTRY too, for the next start() only
+    token = None                    # a pull,push token of PUSH_REGISTRY when hosted
 
     def start(self):
         d = self._new_dir()
         ttl, self.cache_ttl = self.cache_ttl, Larder.cache_ttl
+        hosted, self.hosted = self.hosted, Larder.hosted
         keys = dict(kv.split("=", 1) for kv in self.args.larder_set)
-        self.fe = _LarderNginx(d, "http://%s/" % self.upstream.host, self.args, ttl, keys)
+        # oci-push runs without the OCI upstream: its cache registry points
+        # at a port nothing listens on
+        up = self.upstream.host if self.upstream else "127.0.0.1:%d" % stack.free_port()
+        self.fe = _LarderNginx(d, "http://%s/" % up, self.args, ttl, keys,
+                               extra_text=PUSH_SECTION if hosted else "")
         try:
             self.fe.start(timeout=30)
         except RuntimeError as e:
             raise partymod.PartyError("%s did not start: %s" % (self.name, e)) from None
         self.version = partymod._version([self.args.larder, "--version"])
+        self.token = None
+        if hosted:
+            p = subprocess.run([self.args.larder, "token", "add", "--registry", PUSH_REGISTRY,
+                                "--actions", "pull,push", "-c", self.fe.conf],
+                               capture_output=True, text=True, env=stack.clean_env(),
+                               timeout=30)
+            if p.returncode != 0:
+                self.fe.stop()
+                raise partymod.PartyError("%s: token add: %s" % (self.name, p.stderr.strip()))
+            self.token = p.stdout.strip()
         return self
 
     @property
@@ -683,6 +729,65 @@ def ab_head(url, conns, seconds, accept):
     return float(rps.group(1)), int(done.group(1)), errors
 
 
+def _target(loc, digest=None):
+    """The request target of a Location (absolute or not), ?digest= added."""
+    u = http.client.urlsplit(loc)
+    q = u.query
+    if digest:
+        q = (q + "&" if q else "") + "digest=" + digest
+    return u.path + ("?" + q if q else "")
+
+
+def push_image(host, repo, tag, path, digest, size, auth):
+    """Pushes a one-layer image to http://host/v2/repo as a client would, on
+    one connection (http.client opens another if the server closes it):
+    the layer (POST, then PUT ?digest= streamed from path PUSH_BUFFER bytes
+    at a time), a config blob, the manifest by tag. Returns (seconds, None)
+    or (seconds, what went wrong)."""
+    config = json.dumps({"architecture": "amd64", "os": "linux",
+                         "rootfs": {"type": "layers", "diff_ids": [digest]}},
+                        sort_keys=True, separators=(",", ":")).encode()
+    cdigest = "sha256:" + hashlib.sha256(config).hexdigest()
+    manifest = json.dumps({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                   "digest": cdigest, "size": len(config)},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+                    "digest": digest, "size": size}]},
+        sort_keys=True, separators=(",", ":")).encode()
+    hostname, port = host.rsplit(":", 1)
+    conn = http.client.HTTPConnection(hostname, int(port), timeout=600,
+                                      blocksize=PUSH_BUFFER)
+
+    def req(method, target, body, headers, want):
+        conn.request(method, target, body=body, headers=dict(auth, **headers))
+        r = conn.getresponse()
+        text = r.read()
+        if r.status != want:
+            raise RuntimeError("%s %s: %d %s" % (method, target, r.status, text[:200]))
+        return r
+
+    t0 = time.monotonic()
+    try:
+        for blob, d, n in ((path, digest, size), (config, cdigest, len(config))):
+            r = req("POST", "/v2/%s/blobs/uploads/" % repo, b"", {"Content-Length": "0"}, 202)
+            loc = r.getheader("Location")
+            if isinstance(blob, bytes):
+                req("PUT", _target(loc, d), blob, {"Content-Type": "application/octet-stream"},
+                    201)
+            else:
+                with open(blob, "rb") as f:
+                    req("PUT", _target(loc, d), f, {"Content-Type": "application/octet-stream",
+                                                    "Content-Length": str(n)}, 201)
+        req("PUT", "/v2/%s/manifests/%s" % (repo, tag), manifest,
+            {"Content-Type": "application/vnd.oci.image.manifest.v1+json"}, 201)
+    except (RuntimeError, OSError, http.client.HTTPException) as e:
+        return time.monotonic() - t0, str(e)
+    finally:
+        conn.close()
+    return time.monotonic() - t0, None
+
+
 # ---------------------------------------------------------------- the run
 
 class OciBench:
@@ -759,6 +864,12 @@ class OciBench:
     def run(self, workload):
         if self.reason:
             self.h.log("%s skipped: %s" % (workload, self.reason))
+            return
+        if workload == "oci-push":
+            self.ran.append(workload)
+            os.makedirs(self.work, exist_ok=True)
+            os.chmod(self.work, 0o755)
+            self.w_push()
             return
         self._setup()
         self.ran.append(workload)
@@ -1201,6 +1312,115 @@ class OciBench:
                                  "%.0f ms" % (BURST, statistics.median(e["wall_s"]
                                                                      for e in ex) * 1000))
 
+    # -- oci-push
+
+    def push_layer(self):
+        """The layer file of oci-push (incompressible bytes, made once per
+        run): (path, digest, size)."""
+        size = int(self.args.push_mb * MB)
+        path = os.path.join(self.work, "push-layer")
+        if not os.path.exists(path):
+            h = hashlib.sha256()
+            with open(path, "wb") as f:
+                left = size
+                while left:
+                    chunk = os.urandom(min(left, PUSH_BUFFER))
+                    h.update(chunk)
+                    f.write(chunk)
+                    left -= len(chunk)
+            with open(path + ".sha256", "w") as f:
+                f.write(h.hexdigest())
+        with open(path + ".sha256") as f:
+            return path, "sha256:" + f.read().strip(), size
+
+    def w_push(self):
+        path, digest, size = self.push_layer()
+        self.workload(
+            "oci-push", "push of a %.3g MB single-layer image" % (size / MB), "MB/s",
+            "higher", "distribution", ["push"],
+            "An image of one %.3g MB layer of incompressible bytes pushed as a client "
+            "does, from Python on one kept-alive connection: POST of an upload session, "
+            "PUT ?digest= of the layer streamed from its file %d MiB at a time, the "
+            "config the same way, PUT of the manifest by tag; MB/s of layer over the "
+            "whole push. larder takes it into a hosted registry behind the shipped "
+            "nginx config, docker-registry (distribution, no proxy, its filesystem "
+            "storage) as it comes; a new tag each round, the same layer." % (
+                size / MB, PUSH_BUFFER >> 20))
+        self.workload(
+            "oci-push-pull", "the pushed %.3g MB layer, read back" % (size / MB), "MB/s",
+            "higher", "nginx-static", ["1-reader"],
+            "The layer oci-push pushed, GET /v2/…/blobs/sha256:… by one curl reading it "
+            "%s over one connection (--layer-reps) from larder behind nginx "
+            "(X-Accel-Redirect), against nginx sending the same bytes as a static file; "
+            "each copy read once untimed first; MB/s of all the bytes." % (
+                "once" if self.args.layer_reps == 1 else "%d times" % self.args.layer_reps))
+        names = self.present(["larder-nginx", "distribution"])
+        running = {}
+        try:
+            for pname in names:
+                p = self.parties[pname]
+                if pname == "larder-nginx":
+                    p.hosted = True
+                else:
+                    p.proxy = False
+                running[pname] = self.fresh(pname)
+            for rnd in range(self.args.rounds):
+                for pname in self.b.rotate(names, rnd):
+                    p = running[pname]
+                    repo = (PUSH_REGISTRY + "/" if pname == "larder-nginx" else "") + PUSH_REPO
+                    auth = {}
+                    if getattr(p, "token", None):
+                        auth = {"Authorization": "Basic " + base64.b64encode(
+                            ("__token__:" + p.token).encode()).decode()}
+                    with self.h.Meter(p) as m:
+                        wall, err = push_image(p.host, repo, "r%d" % rnd, path, digest,
+                                               size, auth)
+                    if err:
+                        self.b.fail("%s oci-push round %d: %s" % (pname, rnd + 1, err))
+                        self.res.add("oci-push", pname, "push", None, m, errors=1)
+                        continue
+                    rate = size / MB / wall
+                    self.res.add("oci-push", pname, "push", rate, m,
+                                 extra={"wall_s": wall, "bytes": size,
+                                        "worker_peak_mib": m.worker_peak_mib})
+                    self.h.log("oci-push round %d %-14s %8.1f MB/s (%.2f s)  cpu %.2f s  "
+                               "largest worker %.1f MiB" % (rnd + 1, pname, rate, wall,
+                                                           m.cpu_s, m.worker_peak_mib))
+            if "larder-nginx" in running and self.present(["nginx-static"]):
+                self.push_pull(running["larder-nginx"], path, digest, size)
+        finally:
+            for p in running.values():
+                self.b.done(p)
+
+    def push_pull(self, p, path, digest, size):
+        """oci-push-pull: the pushed layer from larder and from nginx static."""
+        ref = self.fresh("nginx-static")
+        reps = self.args.layer_reps
+        try:
+            urls = {"larder-nginx": "http://%s/v2/%s/%s/blobs/%s" % (
+                        p.host, PUSH_REGISTRY, PUSH_REPO, digest),
+                    "nginx-static": ref.put("v2/%s/blobs/%s" % (PUSH_REPO, digest), src=path)}
+            # both copies written out now: larder's was just pushed (five
+            # times), and its writeback must not land in a figure
+            os.sync()
+            parties = {"larder-nginx": p, "nginx-static": ref}
+            for pname in urls:
+                self.h.curl_readers([urls[pname]])
+            for rnd in range(self.args.rounds):
+                for pname in self.b.rotate(list(urls), rnd):
+                    with self.h.Meter(parties[pname]) as m:
+                        wall, rd = self.h.curl_readers([urls[pname]], reps=reps)
+                    bad = sum(1 for x in rd if x[0] != 200 or x[1] != reps * size)
+                    if bad:
+                        self.b.fail("%s oci-push-pull: %r" % (pname, rd))
+                    rate = reps * size / MB / wall
+                    self.res.add("oci-push-pull", pname, "1-reader", rate, m, errors=bad,
+                                 extra={"wall_s": wall, "bytes": reps * size})
+                    self.h.log("oci-push-pull round %d %-14s %8.1f MB/s  cpu %.2f s"
+                               % (rnd + 1, pname, rate, m.cpu_s))
+        finally:
+            self.b.done(ref)
+
     # -- the report
 
     def goals(self):
@@ -1286,6 +1506,22 @@ class OciBench:
                  "1", v == 1,
                  "; ".join("%s: distribution %s" % (c, fig("oci-burst", "distribution", c))
                            for c in cases))
+        v = ratio("oci-push", "larder-nginx", "distribution", "push")
+        mb = self.args.push_mb
+        goal("Push of a %.3g MB single-layer image: larder behind nginx / docker-registry"
+             % mb, v, ">= 0.8", v is not None and v >= 0.8,
+             "larder %s, docker-registry %s" % (fig("oci-push", "larder-nginx", "push", "MB/s"),
+                                                fig("oci-push", "distribution", "push", "MB/s")))
+        peaks = [e["worker_peak_mib"] for e in r.extras("oci-push", "larder-nginx", "push")]
+        v = max(peaks) if peaks else None
+        goal("Largest larder worker's RSS during the push (MiB)", v, "<= 16",
+             v is not None and v <= 16)
+        v = ratio("oci-push-pull", "larder-nginx", "nginx-static", "1-reader")
+        goal("The pushed %.3g MB layer, 1 reader: larder behind nginx / nginx static" % mb,
+             v, ">= 0.9", v is not None and v >= 0.9,
+             "larder %s, nginx static %s" % (
+                 fig("oci-push-pull", "larder-nginx", "1-reader", "MB/s"),
+                 fig("oci-push-pull", "nginx-static", "1-reader", "MB/s")))
         return g
 
     def info(self):

@@ -2,7 +2,8 @@
  * first line of the input is a Content-Type (and Accept header), the rest
  * the manifest. Whatever comes in, a manifest read has a known kind, at
  * most OCI_MAX_DESCRIPTORS descriptors, each with a checkable digest and a
- * size of -1 or more; a failure says why and holds nothing. */
+ * size of -1 or more; a failure says why and holds nothing. Its
+ * annotations are an object cut from the input, or nothing. */
 #include "config.h"
 
 #include <errno.h>
@@ -68,6 +69,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 				oci_manifest_free(&m);
 			}
 		}
+		buf_free(&b);
+	}
+	/* its annotations: an object of the input's own bytes, or nothing */
+	{
+		struct buf b;
+
+		buf_init(&b, OCI_MAX_MANIFEST);
+		rc = oci_manifest_annotations(body, len, &b);
+		if ((rc && b.len) ||
+		    (!rc && b.len && (b.data[0] != '{' || b.data[b.len - 1] != '}' ||
+				      !memmem(body, len, b.data, b.len))))
+			abort();
 		buf_free(&b);
 	}
 	free(ct);

@@ -249,9 +249,36 @@ T(referrers_filter)
 	buf_free(&b);
 }
 
+T(annotations)
+{
+	static const char m[] =
+		"{\"schemaVersion\":2,\"config\":{\"annotations\":{\"no\":\"1\"}},"
+		"\"annotations\" : {\"a\":\"x\", \"b\":\"y\"},"
+		"\"layers\":[{\"annotations\":{\"no\":\"2\"}}]}";
+	struct buf b;
+
+	buf_init(&b, 1 << 20);
+	CHECK_INT(oci_manifest_annotations(m, strlen(m), &b), 0);
+	CHECK_STR(buf_str(&b), "{\"a\":\"x\", \"b\":\"y\"}");
+	/* none, or none at the top: nothing */
+	buf_reset(&b);
+	CHECK_INT(oci_manifest_annotations("{\"layers\":[]}", 13, &b), 0);
+	CHECK_INT((int)b.len, 0);
+	CHECK_INT(oci_manifest_annotations(m + 0, 0, &b), EINVAL);
+	CHECK_INT(oci_manifest_annotations("{\"annotations\":[1]}", 19, &b), 0);
+	CHECK_INT((int)b.len, 0);
+	/* bad JSON after it: nothing kept */
+	CHECK_INT(oci_manifest_annotations("{\"annotations\":{}} x", 20, &b),
+		  EINVAL);
+	CHECK_INT((int)b.len, 0);
+	CHECK_INT(oci_manifest_annotations("[]", 2, &b), EINVAL);
+	buf_free(&b);
+}
+
 int main(void)
 {
 	RUN(image_manifest);
+	RUN(annotations);
 	RUN(subject);
 	RUN(manifest_list);
 	RUN(kind_without_media_type);
