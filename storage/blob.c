@@ -218,9 +218,10 @@ fail:
 
 static int write_all(int fd, const unsigned char *c, size_t left);
 
-/* Whether the bytes of fd (from its start, pread) hash to sha256: 0,
- * EINVAL when they do not, or an errno. */
-static int fd_matches(int fd, const char sha256[65])
+/* Reads fd from its start (pread), copying it to out unless out is -1,
+ * and holds what it read to sha256. Returns 0, EINVAL when the bytes are
+ * not blob sha256's, or the errno of a failed read or write. */
+static int copy_hashed(int fd, int out, const char sha256[65])
 {
 	static unsigned char chunk[65536];
 	struct sha256 h;
@@ -235,15 +236,21 @@ static int fd_matches(int fd, const char sha256[65])
 		n = pread(fd, chunk, sizeof(chunk), at);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			err = errno;
-			sha256_abort(&h);
-			return err;
-		}
-		if (n == 0)
+		if (n <= 0) {
+			err = n < 0 ? errno : 0;
 			break;
+		}
 		sha256_update(&h, chunk, (size_t)n);
+		if (out >= 0) {
+			err = write_all(out, chunk, (size_t)n);
+			if (err)
+				break;
+		}
 		at += n;
+	}
+	if (err) {
+		sha256_abort(&h);
+		return err;
 	}
 	sha256_final(&h, got);
 	return strcmp(got, sha256) == 0 ? 0 : EINVAL;
@@ -254,55 +261,27 @@ static int fd_matches(int fd, const char sha256[65])
 static int put_fd(const char *data_dir, int fd, const char sha256[65],
 		  int check)
 {
-	char tmp[PATH_MAX], got[65];
-	static unsigned char chunk[65536];
-	struct sha256 h;
-	off_t at = 0;
-	ssize_t n;
+	char tmp[PATH_MAX];
 	int out, err;
 
 	if (blob_exists(data_dir, sha256))
-		return check ? fd_matches(fd, sha256) : 0;
+		return check ? copy_hashed(fd, -1, sha256) : 0;
 	err = blob_tmp(data_dir, tmp, sizeof(tmp), &out);
 	if (err)
 		return err;
 	flock(out, LOCK_EX); /* as blob_put's: a sweep leaves it */
-	err = sha256_init(&h);
-	if (err)
-		goto fail;
-	for (;;) {
-		n = pread(fd, chunk, sizeof(chunk), at);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			err = n < 0 ? errno : 0;
-			break;
-		}
-		sha256_update(&h, chunk, (size_t)n);
-		err = write_all(out, chunk, (size_t)n);
-		if (err)
-			break;
-		at += n;
-	}
-	if (err) {
-		sha256_abort(&h);
+	err = copy_hashed(fd, out, sha256);
+	if (err && err != EINVAL)
 		log_error(err, tmp, "copying a blob");
-		goto fail;
+	if (!err)
+		err = blob_commit(data_dir, tmp, out, sha256);
+	if (err) {
+		unlink(tmp);
+		close(out);
+		return err;
 	}
-	sha256_final(&h, got);
-	if (strcmp(got, sha256) != 0) {
-		err = EINVAL;
-		goto fail;
-	}
-	err = blob_commit(data_dir, tmp, out, sha256);
-	if (err)
-		goto fail;
 	close(out);
 	return 0;
-fail:
-	unlink(tmp);
-	close(out);
-	return err;
 }
 
 int blob_put_fd(const char *data_dir, int fd, const char sha256[65])

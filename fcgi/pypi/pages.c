@@ -122,18 +122,18 @@ int pages_keep_renderings(struct worker *w, const struct buf *json,
 static void hint_likely(struct worker *w, const struct conf_index *ix,
 			const struct simple_page *page)
 {
+	struct pypi_hint *h = &pypi_proc()->hint;
 	const struct simple_file *f;
 	int i = simple_likely_metadata(page);
 
 	if (i < 0)
 		return;
 	f = &page->files[i];
-	if (strlen(f->filename) >= sizeof(pypi_proc()->hint.filename))
+	if (strlen(f->filename) >= sizeof(h->filename))
 		return;
-	pypi_proc()->hint.index = conf_index_find(w->conf, ix->name);
-	memcpy(pypi_proc()->hint.sha256, f->sha256, sizeof(pypi_proc()->hint.sha256));
-	snprintf(pypi_proc()->hint.filename, sizeof(pypi_proc()->hint.filename), "%s",
-		 f->filename);
+	h->index = conf_index_find(w->conf, ix->name);
+	memcpy(h->sha256, f->sha256, sizeof(h->sha256));
+	snprintf(h->filename, sizeof(h->filename), "%s", f->filename);
 }
 
 /* Parses and renders an upstream 200, stores both renderings and the file
@@ -357,12 +357,13 @@ static int refresh(struct worker *w, const struct conf_index *ix,
 		goto done;
 	}
 	if (f.status == 404 || f.status == 410) {
+		int prefetching = pypi_proc()->prefetching;
 		struct db_page neg = {.status = 404, .fetched_at = now,
 				      .ttl = c->negative_ttl,
-				      .prefetched_at = pypi_proc()->prefetching ? now : 0};
+				      .prefetched_at = prefetching ? now : 0};
 
 		rc = db_page_put(w->db, ix->name, project, &neg);
-		if (!rc && pypi_proc()->prefetching)
+		if (!rc && prefetching)
 			pypi_proc()->prefetched++;
 		*p = neg;
 		*cache = "MISS";
@@ -473,10 +474,11 @@ static int cache_get(struct worker *w, const struct conf_index *ix,
 		if (round == 0 && have && p->status == 200 && swr > 0 &&
 		    time(NULL) < p->fetched_at + p->ttl + swr) {
 			/* answered now; one process refreshes it after */
-			if (pypi_proc()->revalidate.index < 0) {
-				pypi_proc()->revalidate.index = (int)(ix - c->index);
-				snprintf(pypi_proc()->revalidate.project,
-					 sizeof(pypi_proc()->revalidate.project), "%s",
+			struct pypi_revalidate *rv = &pypi_proc()->revalidate;
+
+			if (rv->index < 0) {
+				rv->index = (int)(ix - c->index);
+				snprintf(rv->project, sizeof(rv->project), "%s",
 					 project);
 			}
 			*cache = "STALE";

@@ -93,6 +93,7 @@ static int stored_meta(struct worker *w, int from, const char *sha256,
 void prefetch_note(struct worker *w, const struct req *r, int idx,
 		   const char *sha256, const char *filename, int metadata)
 {
+	struct pypi_deps *d = &pypi_proc()->deps;
 	char meta_sha[65], err[256];
 	struct db_file f;
 	char *text = NULL;
@@ -100,8 +101,8 @@ void prefetch_note(struct worker *w, const struct req *r, int idx,
 	size_t len = 0, kept = 0;
 	int from;
 
-	pypi_proc()->deps.index = -1;
-	pypi_proc()->deps.n = 0;
+	d->index = -1;
+	d->n = 0;
 	if (w->conf->prefetch_max <= 0 || w->cgi || r->status < 200 ||
 	    r->status > 299 || r->head)
 		return;
@@ -122,27 +123,25 @@ void prefetch_note(struct worker *w, const struct req *r, int idx,
 			return;
 		text = (char *)bytes;
 	}
-	if (coremeta_requires(text, len, pypi_proc()->deps.name, PYPI_MAX_DEPS,
-			      &pypi_proc()->deps.n))
-		pypi_proc()->deps.n = 0;
+	if (coremeta_requires(text, len, d->name, PYPI_MAX_DEPS, &d->n))
+		d->n = 0;
 	free(text);
 	/* only what is to be fetched ends the answer early (and lets its
 	 * connection go): a warm install keeps its connections */
-	for (size_t i = 0; i < pypi_proc()->deps.n; i++) {
-		enum pages_want want = pages_wanted(w, idx, pypi_proc()->deps.name[i]);
+	for (size_t i = 0; i < d->n; i++) {
+		enum pages_want want = pages_wanted(w, idx, d->name[i]);
 
 		if (want == PAGES_FRESH)
 			stats_add(STATS_PREFETCH_SKIPPED, 1);
 		if (want != PAGES_WANTED)
 			continue;
 		if (kept != i)
-			memcpy(pypi_proc()->deps.name[kept], pypi_proc()->deps.name[i],
-			       sizeof(pypi_proc()->deps.name[i]));
+			memcpy(d->name[kept], d->name[i], sizeof(d->name[i]));
 		kept++;
 	}
-	pypi_proc()->deps.n = kept;
+	d->n = kept;
 	if (kept)
-		pypi_proc()->deps.index = idx;
+		d->index = idx;
 }
 
 /* Takes a free one of the prefetch_max slots: returns the open lock file

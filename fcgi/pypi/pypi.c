@@ -266,7 +266,8 @@ int pypi_file_want(struct worker *w, int from, const struct db_file *f,
 }
 
 /* Fetches the metadata the last page refresh hinted at (the process's
- * hint), with no client waiting: a request for it meanwhile follows this fetch. */
+ * hint), with no client waiting: a request for it meanwhile follows this
+ * fetch. */
 static void prefetch(struct worker *w)
 {
 	const struct pypi_hint *h = &pypi_proc()->hint;
