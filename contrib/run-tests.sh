@@ -6,7 +6,8 @@
 #      warning fails the run) and build-asan/ (--enable-debug: -Werror,
 #      ASan, UBSan, leak checking);
 #   3. on each build, the C unit tests (make check) and the integration
-#      tests (real nginx, lighttpd, Apache, real pip, a stand-in upstream);
+#      tests (real nginx, lighttpd, Apache, real pip, a stand-in upstream),
+#      the two builds' passes at the same time (PASSES=serial: in turn);
 #      any sanitizer report fails the run; a test marked one_build runs on
 #      that build only: storms, waits and the benchmark on release (ASan
 #      adds time, not findings); hostile-input and API matrices (test_liar,
@@ -78,24 +79,53 @@ else
 fi
 
 mkdir -p "$out/sanitizer"
-for b in $builds; do
-	name=${b%%:*}
-	dir=${b#*:}
-	echo "== $name build: unit tests"
+# One build's pass: its unit tests, then its integration tests, each
+# with its own pytest basetemp. The passes of the two builds run at the
+# same time: the integration tests mostly wait on clocks (timeouts, TTLs,
+# servers starting), not on the CPU, so two passes take little longer
+# than one. PASSES=serial runs them one after the other.
+one_pass() {
+	name=$1
+	dir=$2
+	shift 2
 	if [ "$name" = asan ]; then
 		export ASAN_OPTIONS="detect_leaks=1:log_path=$out/sanitizer/asan"
 		export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$out/sanitizer/ubsan"
 	fi
+	echo "== $name build: unit tests"
 	(cd "$dir" && make -j2 check) >"$out/unit-$name.log" 2>&1 ||
 		tail -n 30 "$out/unit-$name.log"
 	cat "$dir"/tests/unit/*.log >"$out/unit-cases-$name.log" 2>/dev/null
 	echo "== $name build: integration tests"
+	rm -rf "/tmp/larder-it-$name"
 	LARDER_BUILD_KIND=$name LARDER_BIN="$dir/larder" \
 		/usr/bin/python3 -m pytest -p no:cacheprovider \
-		-q -rs --junitxml="$out/integration-$name.xml" \
+		-q -rs --basetemp="/tmp/larder-it-$name" \
+		--junitxml="$out/integration-$name.xml" \
 		--ignore=tests/integration/test_deb.py tests/integration "$@"
+	rm -rf "/tmp/larder-it-$name"
 	unset ASAN_OPTIONS UBSAN_OPTIONS
+}
+
+pass_pids=
+for b in $builds; do
+	name=${b%%:*}
+	if [ "${PASSES:-parallel}" = serial ]; then
+		one_pass "$name" "${b#*:}" "$@"
+	else
+		echo "== $name build: unit and integration tests (log: tests/out/pass-$name.log)"
+		one_pass "$name" "${b#*:}" "$@" >"$out/pass-$name.log" 2>&1 &
+		pass_pids="$pass_pids $!"
+	fi
 done
+for p in $pass_pids; do
+	wait "$p"
+done
+if [ -n "$pass_pids" ]; then
+	for b in $builds; do
+		cat "$out/pass-${b%%:*}.log"
+	done
+fi
 
 # The fuzzers and the benchmark smoke run in the background while the
 # Debian package and distcheck are made (none of them times anything): the
