@@ -172,8 +172,15 @@ def test_warm_requests_do_not_wait_behind_slow_misses(stack, cd):
                             doc["files"][0]["url"]))
     stack.standin.control(rate=SLOW_RATE)
     readers = fh.start_readers(urls, timeout=60)
-    time.sleep(1.0)
-    assert len(fh.tailing_workers(stack.larder.proc.pid, stack.data_dir)) == SLOW
+    # every download holds a worker of its own; on a loaded machine the pool
+    # may take a few seconds to start them all (each download lasts four)
+    deadline = time.monotonic() + 3.5
+    while True:
+        tailing = fh.tailing_workers(stack.larder.proc.pid, stack.data_dir)
+        if len(tailing) == SLOW or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(tailing) == SLOW
     took = []
     for _ in range(5):
         for path in (page_path("larder-demo-a"), file_path(d)):
@@ -182,8 +189,9 @@ def test_warm_requests_do_not_wait_behind_slow_misses(stack, cd):
             took.append(time.monotonic() - t0)
             assert r.status == 200 and r.complete, r
     fh.join_all(readers, 60)
-    # Without the pool, each would wait the full four seconds.
-    assert max(took) < 1.0, ["%.3f" % t for t in took]
+    # Without the pool, each would wait the full four seconds (a loaded
+    # machine, or the other build's tests beside these, may add a second).
+    assert max(took) < 2.0, ["%.3f" % t for t in took]
     for i, r in enumerate(readers):
         assert r.status == 200 and r.complete and r.sha256 == cd[slow_file(i)].sha256, r
 
