@@ -5,6 +5,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "common/hex.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/oci/auth.h"
@@ -158,4 +163,155 @@ int oci_token_parse(const char *data, size_t len, struct oci_token *t,
 out:
 	json_free(&r);
 	return rc;
+}
+
+/* The path markers after a repository name, each after a '/'. */
+static const char *const name_ends[] = {"manifests/", "blobs/", "tags/",
+					"referrers/"};
+
+int oci_auth_path_name(const char *path, char *out, size_t len)
+{
+	const char *rest, *end = NULL;
+	size_t n;
+
+	if (strncmp(path, "/v2/", 4) != 0)
+		return ENOENT;
+	rest = path + 4;
+	/* the last marker: a name may hold "blobs" as a component, a
+	 * reference or an upload id holds no '/' */
+	for (const char *p = strchr(rest, '/'); p; p = strchr(p + 1, '/'))
+		for (size_t i = 0; i < sizeof(name_ends) / sizeof(*name_ends);
+		     i++)
+			if (p > rest && !strncmp(p + 1, name_ends[i],
+						 strlen(name_ends[i])))
+				end = p;
+	if (!end)
+		return ENOENT;
+	n = (size_t)(end - rest);
+	if (strspn(rest, "abcdefghijklmnopqrstuvwxyz0123456789._-/") < n)
+		return EINVAL;
+	if (n >= len)
+		return ENAMETOOLONG;
+	memcpy(out, rest, n);
+	out[n] = '\0';
+	return 0;
+}
+
+/* Whether s may go between the quotes of a challenge parameter. */
+static int quotable(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f ||
+		    *s == '"' || *s == '\\')
+			return 0;
+	return 1;
+}
+
+int oci_auth_challenge(const char *realm, const char *name,
+		       const char *actions, char *out, size_t len)
+{
+	int n;
+
+	if (!realm || (strncmp(realm, "https://", 8) != 0 &&
+		       strncmp(realm, "http://", 7) != 0) || !quotable(realm))
+		return EINVAL;
+	if (name && (!*name || !actions || !*actions || !quotable(name) ||
+		     !quotable(actions) || strchr(name, ' ') ||
+		     strchr(actions, ' ')))
+		return EINVAL;
+	if (name)
+		n = snprintf(out, len, "Bearer realm=\"%s\",service=\"%s\","
+			     "scope=\"repository:%s:%s\"", realm,
+			     OCI_AUTH_SERVICE, name, actions);
+	else
+		n = snprintf(out, len, "Bearer realm=\"%s\",service=\"%s\"",
+			     realm, OCI_AUTH_SERVICE);
+	return n < 0 || (size_t)n >= len ? ENAMETOOLONG : 0;
+}
+
+/* Writes the hex HMAC of an anonymous token's 16 expiry digits. */
+static int anon_mac(const unsigned char *key, size_t keylen,
+		    const char *expiry, char hex[65])
+{
+	static const char label[] = "larder-anonymous:";
+	unsigned char msg[sizeof(label) - 1 + 16], md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+
+	memcpy(msg, label, sizeof(label) - 1);
+	memcpy(msg + sizeof(label) - 1, expiry, 16);
+	if (!HMAC(EVP_sha256(), key, (int)keylen, msg, sizeof(msg), md,
+		  &mdlen) || mdlen != 32)
+		return ENOMEM;
+	hex_encode(md, 32, hex);
+	OPENSSL_cleanse(md, sizeof(md));
+	return 0;
+}
+
+int oci_anon_token_make(const unsigned char *key, size_t keylen,
+			long long expires, char out[OCI_ANON_TEXT_LEN + 1])
+{
+	char expiry[17], mac[65];
+
+	if (expires < 0 || !key || !keylen)
+		return EINVAL;
+	snprintf(expiry, sizeof(expiry), "%016llx", expires);
+	if (anon_mac(key, keylen, expiry, mac))
+		return ENOMEM;
+	snprintf(out, OCI_ANON_TEXT_LEN + 1, OCI_ANON_PREFIX "%s_%s", expiry,
+		 mac);
+	return 0;
+}
+
+int oci_anon_token_check(const char *text, const unsigned char *key,
+			 size_t keylen, long long now)
+{
+	static const char hexdigits[] = "0123456789abcdef";
+	char expiry[17], mac[65];
+	long long expires = 0;
+	int good;
+
+	if (strncmp(text, OCI_ANON_PREFIX, 3) != 0)
+		return ENOENT;
+	if (strlen(text) != OCI_ANON_TEXT_LEN || text[3 + 16] != '_' ||
+	    strspn(text + 3, hexdigits) != 16 ||
+	    strspn(text + 3 + 17, hexdigits) != 64 || !key || !keylen)
+		return EINVAL;
+	memcpy(expiry, text + 3, 16);
+	expiry[16] = '\0';
+	if (anon_mac(key, keylen, expiry, mac))
+		return EINVAL;
+	good = CRYPTO_memcmp(mac, text + 3 + 17, 64) == 0;
+	OPENSSL_cleanse(mac, sizeof(mac));
+	if (!good)
+		return EINVAL;
+	for (int i = 0; i < 16; i++) {
+		if (expires > (0x7fffffffffffffffLL >> 4))
+			return EINVAL;
+		expires = expires * 16 +
+			  (long long)(strchr(hexdigits, expiry[i]) - hexdigits);
+	}
+	return now >= expires ? ETIMEDOUT : 0;
+}
+
+int oci_anon_bearer(const char *value, char out[OCI_ANON_TEXT_LEN + 1])
+{
+	size_t n;
+
+	if (!value)
+		return 0;
+	value = ows(value);
+	if (strncasecmp(value, "Bearer", 6) != 0 ||
+	    (value[6] != ' ' && value[6] != '\t'))
+		return 0;
+	value = ows(value + 6);
+	if (strncmp(value, OCI_ANON_PREFIX, 3) != 0)
+		return 0;
+	n = strlen(value);
+	while (n && (value[n - 1] == ' ' || value[n - 1] == '\t'))
+		n--;
+	if (n > OCI_ANON_TEXT_LEN)
+		n = 3;
+	memcpy(out, value, n);
+	out[n] = '\0';
+	return 1;
 }

@@ -13,6 +13,7 @@
 #include "common/oci/tags.h"
 #include "common/url.h"
 #include "fcgi/oci/access.h"
+#include "fcgi/oci/bearer.h"
 #include "fcgi/oci/hosted.h"
 #include "fcgi/oci/oci.h"
 #include "fcgi/oci/push.h"
@@ -542,6 +543,10 @@ void oci_serve(struct worker *w, struct req *r)
 
 	memset(&x, 0, sizeof(x));
 	req_header(r, "Docker-Distribution-API-Version", "registry/2.0");
+	if (!strcmp(r->path, OCI_BEARER_PATH)) {
+		oci_bearer_serve(w, r);
+		return;
+	}
 	/* uploads, and any method but GET and HEAD: the push side */
 	if (oci_push_claims(r->method, r->path)) {
 		oci_push_serve(w, r);

@@ -330,17 +330,22 @@ def test_docker_mirror(env, dockerd):
     assert m.relay.count(None, "^/v2/library/nothere/manifests/1\\.0$") == 1
 
 
-@pytest.mark.xfail(strict=True, reason="larder bug: with a hosted (or read = token) "
-                   "registry, GET /v2/ answers 401 Basic, and docker as a mirror client "
-                   "then sends nothing without credentials")
 def test_docker_mirror_with_hosted(env, dockerd):
-    """docker pull through a larder that also has a hosted registry."""
+    """docker pull through a larder that also has a hosted registry: /v2/
+    answers 401 with a Bearer challenge, dockerd (no credentials for a
+    mirror) asks larder's token endpoint anonymously and pulls with the
+    anonymous token. (With a Basic challenge it logged 'Head
+    "http://HOST/v2/library/dkmirror/manifests/1.0": no basic auth
+    credentials' and went on to Docker Hub.)"""
+    img = env.imgs["dkmirror"]
     d = start_dockerd(os.path.join(env.dir, "dockerd-hosted"), env, env.st)
     try:
         rc, out, err = d.docker("pull", "library/dkmirror:1.0")
-        # today: dockerd logs 'Head "http://HOST/v2/library/dkmirror/
-        # manifests/1.0": no basic auth credentials' and goes on to Docker Hub
         assert rc == 0, err
+        assert d.ok("image", "inspect", "-f", "{{.Id}}", "dkmirror:1.0").strip() == \
+            img.config_digest
+        assert env.st.larder.find_log("GET", "/v2/token", 200)
+        assert env.st.larder.find_log("HEAD", "/v2/library/dkmirror/manifests/1.0", 200)
     finally:
         d.stop()
 

@@ -2,8 +2,9 @@
 nginx (docs/oci.md): skopeo pushes and pulls back byte-identical images
 and a multi-arch index; the blob upload API driven from Python (chunks
 with Content-Range, out of order, streamed, monolithic, mounts, status,
-cancel); tokens with the registry actions (401 with a Basic challenge
-without credentials, 403 DENIED without the action); ten concurrent
+cancel); tokens with the registry actions (401 with a Bearer challenge
+naming larder's token endpoint without credentials, 403 DENIED without
+the action), the token endpoint itself; ten concurrent
 pushes sharing layers store one copy of each; and hostile input, each
 refused with the spec's error code and nothing changed on disk."""
 
@@ -71,6 +72,15 @@ def host(st):
     return st.nginx.base.split("://", 1)[1]
 
 
+def challenge(st, name=None, actions=None):
+    """larder's 401 challenge through nginx: its token endpoint as realm,
+    and the scope when the path names a repository."""
+    v = 'Bearer realm="%s/v2/token",service="larder"' % st.nginx.base
+    if name:
+        v += ',scope="repository:%s:%s"' % (name, actions)
+    return v
+
+
 def errcode(r):
     try:
         return json.loads(r.body)["errors"][0]["code"]
@@ -104,7 +114,7 @@ def snapshot(st):
 def test_skopeo_push_pull(stack, tmp_path):
     """skopeo copy oci: docker://: an image and a multi-arch index pushed
     with a push token, pulled back byte-identical with a pull token;
-    tags listed; without credentials a 401 with the Basic challenge."""
+    tags listed; without credentials a 401 with the Bearer challenge."""
     st = stack
     push_tok = token(st, "--registry", "priv", "--actions", "pull,push")
     img = build_image(str(tmp_path / "img"), [4 * KB, 300 * KB], seed="push1", tag="1.0")
@@ -129,7 +139,7 @@ def test_skopeo_push_pull(stack, tmp_path):
     # no credentials: the challenge docker, podman and skopeo answer
     r = st.get("/v2/priv/team/app/manifests/1.0")
     assert r.status == 401 and errcode(r) == "UNAUTHORIZED"
-    assert r.headers.get("www-authenticate") == 'Basic realm="larder"'
+    assert r.headers.get("www-authenticate") == challenge(st, "priv/team/app", "pull")
     # a wrong secret, an unknown token: 401 too
     bad = push_tok[:-4] + "0000" if not push_tok.endswith("0000") else push_tok[:-4] + "1111"
     assert st.get("/v2/priv/team/app/manifests/1.0", headers=basic(bad)).status == 401
@@ -584,7 +594,7 @@ def test_token_cli(stack):
 
 
 def test_access(stack):
-    """No credentials: 401 with the Basic challenge; a wrong secret 401; a
+    """No credentials: 401 with the Bearer challenge; a wrong secret 401; a
     token of another registry, without push, or for other repositories:
     403 DENIED; a session of another repository is unknown; a blob over
     max_upload_size is 413. None of them changes anything on disk."""
@@ -606,7 +616,8 @@ def test_access(stack):
         assert r.status == status, (path, r, r.body)
         if status == 401:
             assert errcode(r) == "UNAUTHORIZED"
-            assert r.header("WWW-Authenticate") == 'Basic realm="larder"'
+            assert r.header("WWW-Authenticate") == challenge(st, "priv/team/x",
+                                                             "pull,push")
         else:
             assert errcode(r) == "DENIED"
     # pulls of a read = token registry need a token with pull
@@ -632,6 +643,138 @@ def test_access(stack):
     assert snapshot(st) == before
     r = push.req("GET", loc)
     assert r.status == 204 and r.header("Range") == "0-99"
+
+
+def bearer(tok):
+    return {"Authorization": "Bearer " + tok}
+
+
+def get_token(st, headers=None, query="service=larder&scope=repository:priv/team/t:pull"):
+    """GET /v2/token through nginx: (response, its JSON or None)."""
+    r = http(st.nginx.base + "/v2/token?" + query, headers=headers or {})
+    try:
+        return r, json.loads(r.body)
+    except ValueError:
+        return r, None
+
+
+def anon_token(key, expires):
+    """An anonymous token as larder makes one (common/oci/auth.h)."""
+    import hmac
+    exp = "%016x" % expires
+    mac = hmac.new(key, b"larder-anonymous:" + exp.encode(), hashlib.sha256).hexdigest()
+    return "la_%s_%s" % (exp, mac)
+
+
+def test_token_endpoint(stack):
+    """The registry token protocol, as dockerd asks it: /v2/ and a
+    protected path answer 401 with a Bearer challenge naming /v2/token;
+    anonymous, the endpoint gives a short-lived anonymous token that counts
+    as no credentials (/v2/ and pulls of anonymous registries, 401 for the
+    rest); with Basic credentials it gives the larder token back, whose
+    rights are its own. A forged, tampered or expired anonymous token, a
+    bad secret: 401 with a one-line reason. Nothing changes on disk but
+    the key the first anonymous token makes (DATA/bearer.key)."""
+    st = stack
+    push_tok = token(st, "--registry", "priv", "--actions", "pull,push",
+                     "--repositories", "team/*")
+    open_tok = token(st, "--registry", "open", "--actions", "pull,push")
+    r = http(st.nginx.base + "/v2/")
+    assert r.status == 401 and errcode(r) == "UNAUTHORIZED", r
+    assert r.header("WWW-Authenticate") == challenge(st)
+    r = http(st.nginx.base + "/v2/priv/team/t/tags/list")
+    assert r.status == 401
+    assert r.header("WWW-Authenticate") == challenge(st, "priv/team/t", "pull")
+    r = http(st.nginx.base + "/v2/open/team/t/blobs/uploads/", method="POST")
+    assert r.status == 401
+    assert r.header("WWW-Authenticate") == challenge(st, "open/team/t", "pull,push")
+
+    # anonymous: a token that is no credentials
+    r, j = get_token(st)
+    assert r.status == 200, (r, r.body)
+    assert r.header("Cache-Control") == "no-store"
+    anon = j["token"]
+    assert re.match(r"^la_[0-9a-f]{16}_[0-9a-f]{64}$", anon), anon
+    assert j["access_token"] == anon and j["expires_in"] == 300, j
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", j["issued_at"]), j
+    key_path = os.path.join(st.data_dir, "bearer.key")
+    assert oct(os.stat(key_path).st_mode & 0o777) == "0o600"
+    with open(key_path, "rb") as f:
+        key = f.read()
+    assert len(key) == 32
+    assert 290 <= int(anon[3:19], 16) - time.time() <= 301
+    before = snapshot(st)
+    assert http(st.nginx.base + "/v2/", headers=bearer(anon)).status == 200
+    # open pulls anonymously: a 404 for a name it lacks, not a 401
+    r = http(st.nginx.base + "/v2/open/team/none/manifests/1", headers=bearer(anon))
+    assert r.status == 404 and errcode(r) == "MANIFEST_UNKNOWN", (r, r.body)
+    for method, path, scope in (
+            ("GET", "/v2/priv/team/t/tags/list", ("priv/team/t", "pull")),
+            ("POST", "/v2/open/team/t/blobs/uploads/", ("open/team/t", "pull,push"))):
+        r = http(st.nginx.base + path, method=method, headers=bearer(anon))
+        assert r.status == 401 and b"credentials required" in r.body, (path, r.body)
+        assert r.header("WWW-Authenticate") == challenge(st, *scope)
+    # a second anonymous token, from another worker maybe: the same key
+    r, j = get_token(st, query="")
+    assert r.status == 200 and j["token"].startswith("la_")
+    assert http(st.nginx.base + "/v2/", headers=bearer(j["token"])).status == 200
+
+    # forged, tampered, expired anonymous tokens; a bad secret
+    for tok, why in ((anon_token(b"k" * 32, int(time.time()) + 100), b"bad credentials"),
+                     (anon[:18] + ("0" if anon[18] != "0" else "1") + anon[19:],
+                      b"bad credentials"),
+                     (anon[:-1] + ("0" if anon[-1] != "0" else "1"), b"bad credentials"),
+                     (anon + "0", b"bad credentials"),
+                     (anon_token(key, int(time.time()) - 1), b"token expired")):
+        for path in ("/v2/", "/v2/open/team/none/manifests/1", "/v2/token"):
+            r = http(st.nginx.base + path, headers=bearer(tok))
+            if path == "/v2/open/team/none/manifests/1":
+                # anonymous pulls look at no credentials at all
+                assert r.status == 404, (tok, r)
+                continue
+            assert r.status == 401 and why in r.body, (tok, path, r.body)
+            assert b"\n" not in r.body.rstrip(b"\n"), r.body
+    assert snapshot(st) == before
+    # a token the key signs, expiring later, is good: the test's HMAC is larder's
+    assert http(st.nginx.base + "/v2/",
+                headers=bearer(anon_token(key, int(time.time()) + 60))).status == 200
+
+    # Basic: the token back, its rights its own
+    for user in ("__token__", "anyone"):
+        r, j = get_token(st, basic(push_tok, user),
+                         query="account=%s&client_id=docker&offline_token=true"
+                               "&service=larder" % user)
+        assert r.status == 200, (r, r.body)
+        assert j["token"] == push_tok and j["access_token"] == push_tok
+        assert j["expires_in"] == 3600 and "refresh_token" not in j, j
+    assert http(st.nginx.base + "/v2/", headers=bearer(push_tok)).status == 200
+    api = Api(st, None)
+    api.auth = bearer(push_tok)
+    assert api.req("POST", "/v2/priv/team/t/blobs/uploads/").status == 202
+    # a token asked with another registry's scope is no wider for it
+    r, j = get_token(st, basic(push_tok), query="scope=repository:open/x:pull,push")
+    assert r.status == 200
+    r = http(st.nginx.base + "/v2/open/x/blobs/uploads/", method="POST",
+             headers=bearer(j["token"]))
+    assert r.status == 403 and errcode(r) == "DENIED"
+    r = http(st.nginx.base + "/v2/priv/elsewhere/blobs/uploads/", method="POST",
+             headers=bearer(j["token"]))
+    assert r.status == 403 and errcode(r) == "DENIED"
+    r, j = get_token(st, basic(open_tok))
+    assert r.status == 200 and j["token"] == open_tok
+    # a wrong secret, an unknown token, a password that is no token: 401
+    # with the Basic challenge the endpoint takes
+    bad = push_tok[:-4] + ("0000" if not push_tok.endswith("0000") else "1111")
+    for h in (basic(bad), basic("lt_0123456789abcdef_" + "0" * 64), basic("hunter2"),
+              {"Authorization": "Basic !!"}):
+        r, j = get_token(st, h)
+        assert r.status == 401 and errcode(r) == "UNAUTHORIZED", (h, r.body)
+        assert r.header("WWW-Authenticate") == 'Basic realm="larder"'
+        assert push_tok.encode() not in r.body
+    # containerd tries an OAuth POST first: 405, and it asks with GET
+    r = http(st.nginx.base + "/v2/token", method="POST", body=b"grant_type=password",
+             headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status == 405 and "GET" in r.header("Allow"), r
 
 
 def test_concurrent_pushes(stack, tmp_path):
