@@ -480,6 +480,9 @@ static void upstreams(struct worker *w, struct buf *b)
 		upstream_row(w, b, what, c->index[i].upstream);
 	}
 	for (size_t i = 0; i < c->nregistry; i++) {
+		/* a hosted or virtual registry has no upstream of its own */
+		if (c->registry[i].type != CONF_REGISTRY_CACHE)
+			continue;
 		snprintf(what, sizeof(what), "registry %s",
 		         c->registry[i].name);
 		upstream_row(w, b, what, c->registry[i].upstream);
