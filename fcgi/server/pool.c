@@ -49,6 +49,7 @@ static server_handler *handler;
 static pool_companion_fn *companion;
 static pid_t companion_pid;
 static int companion_done;
+static int companion_replaced; /* stopped for a reload: started again */
 static time_t companion_after;
 static volatile sig_atomic_t companion_stop;
 
@@ -195,13 +196,15 @@ static void reap(struct pool_board *b)
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		if (pid == companion_pid) {
 			companion_pid = 0;
-			companion_done = WIFEXITED(status) &&
+			companion_done = !companion_replaced &&
+			                 WIFEXITED(status) &&
 			                 WEXITSTATUS(status) == 0;
 			companion_after = time(NULL) + 1;
-			if (!companion_done)
+			if (!companion_done && !companion_replaced)
 				log_warn(0, "pool", "companion %ld ended (status "
 				         "%d); starting it again", (long)pid,
 				         status);
+			companion_replaced = 0;
 			continue;
 		}
 		for (long i = 0; i < b->span; i++) {
@@ -460,8 +463,10 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 				retire(b, b->gen);
 				/* the companion starts again with the new
 				 * config */
-				if (companion_pid)
+				if (companion_pid) {
 					kill(companion_pid, SIGTERM);
+					companion_replaced = 1;
+				}
 				companion_done = 0;
 			}
 		}

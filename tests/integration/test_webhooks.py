@@ -14,6 +14,7 @@ import http.server as httpserver
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import threading
@@ -435,3 +436,34 @@ def test_new_release_of_a_cached_project(tmp_path, up_wheels):
     finally:
         st.stop()
         rcv.stop()
+
+
+def test_reload_replaces_the_deliverer(tmp_path, up_wheels):
+    """SIGHUP with the webhook's url changed: the pool's deliverer is
+    started again with the new config, and the next event goes to the new
+    receiver only."""
+    old, new = Receiver().start(), Receiver().start()
+    st = None
+    try:
+        st = make_stack(tmp_path, up_wheels, old)
+        tok = up.token_add(st.larder, "root/scratch", "upload")
+        w = up.build_wheel(str(tmp_path / "a"), APP, "4.0")
+        assert up.upload(st.base, "root/scratch", w, tok).status == 200
+        old.wait(1)
+        with open(st.larder.conf) as f:
+            text = f.read()
+        with open(st.larder.conf, "w") as f:
+            f.write(text.replace(old.url, new.url))
+        os.kill(st.larder.proc.pid, signal.SIGHUP)
+        time.sleep(3)
+        w = up.build_wheel(str(tmp_path / "b"), APP, "4.1")
+        assert up.upload(st.base, "root/scratch", w, tok).status == 200
+        got = new.wait(1, timeout=20)
+        assert [b["version"] for b in got] == ["4.1"], got
+        assert [b["version"] for b in old.bodies()] == ["4.0"]
+        new.assert_valid()
+    finally:
+        if st is not None:
+            st.stop()
+        old.stop()
+        new.stop()
