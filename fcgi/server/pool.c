@@ -115,8 +115,10 @@ static void on_companion_term(int sig)
 	companion_stop = 1;
 }
 
-/* Starts the companion when there is one and it is not running. */
-static void start_companion(struct pool_board *b, const struct conf *c)
+/* Starts the companion when there is one and it is not running; it keeps
+ * no copy of the listening socket fd. */
+static void start_companion(struct pool_board *b, const struct conf *c,
+                            int fd)
 {
 	struct sigaction sa;
 	sigset_t none;
@@ -130,6 +132,8 @@ static void start_companion(struct pool_board *b, const struct conf *c)
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != b->supervisor)
 			_exit(0);
+		/* never one more holder of the socket the workers accept on */
+		close(fd);
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = on_companion_term;
 		sigaction(SIGTERM, &sa, NULL);
@@ -434,7 +438,7 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 	sigprocmask(SIG_BLOCK, &block, &old);
 
 	fill(b, c, listen_fd, min);
-	start_companion(b, c);
+	start_companion(b, c, listen_fd);
 	while (!got_term) {
 		sigset_t wait_for = old;
 
@@ -472,7 +476,7 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 		}
 		fill(b, c, listen_fd, min);
 		trim(b, min);
-		start_companion(b, c);
+		start_companion(b, c, listen_fd);
 	}
 	log_info("stopping");
 	retire(b, -1);

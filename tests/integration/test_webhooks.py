@@ -467,3 +467,43 @@ def test_reload_replaces_the_deliverer(tmp_path, up_wheels):
             st.stop()
         old.stop()
         new.stop()
+
+
+def _sockets(pid):
+    out = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if link.startswith("socket:"):
+            out.add(link)
+    return out
+
+
+def test_deliverer_holds_no_listening_socket(tmp_path, up_wheels):
+    """The pool's deliverer is one more child of the supervisor, beside its
+    workers, and the only one without the listening socket: a deliverer
+    in a long POST never keeps the socket the web server talks to."""
+    rcv = Receiver().start()
+    st = None
+    try:
+        st = make_stack(tmp_path, up_wheels, rcv)
+        sup = st.larder.proc.pid
+        listening = _sockets(sup)
+        assert listening, "the supervisor holds its listening socket"
+        end = time.time() + 10
+        kids = []
+        while time.time() < end:
+            with open("/proc/%d/task/%d/children" % (sup, sup)) as f:
+                kids = [int(k) for k in f.read().split()]
+            if len(kids) == st.larder.workers + 1:
+                break
+            time.sleep(0.2)
+        assert len(kids) == st.larder.workers + 1, kids
+        holders = [k for k in kids if _sockets(k) & listening]
+        assert len(holders) == st.larder.workers, (kids, holders)
+    finally:
+        if st is not None:
+            st.stop()
+        rcv.stop()
