@@ -6,6 +6,7 @@
 
 #include "common/buf.h"
 #include "common/conf/conf.h"
+#include "common/url.h"
 #include "tests/unit/common/conf/conf_t.h"
 #include "tests/unit/t.h"
 
