@@ -29,6 +29,7 @@
 #include "fcgi/cmd/hosted_cmd.h"
 #include "fcgi/cmd/token_cmd.h"
 #include "fcgi/cmd/warm.h"
+#include "fcgi/cmd/webhook_cmd.h"
 #include "fcgi/dispatch.h"
 #include "fcgi/oci/push.h"
 #include "fcgi/server/loop.h"
@@ -38,6 +39,7 @@
 #include "storage/fsck.h"
 #include "storage/gc.h"
 #include "storage/stats.h"
+#include "storage/webhook.h"
 
 static void usage(FILE *f)
 {
@@ -66,6 +68,8 @@ static void usage(FILE *f)
 	      "       larder unyank [-c FILE] INDEX PROJECT VERSION\n"
 	      "       larder remove [-c FILE] [--force] INDEX PROJECT VERSION "
 	      "[FILENAME]\n"
+	      "       larder webhook deliver [-c FILE]\n"
+	      "       larder webhook test [-c FILE] NAME\n"
 	      "       larder --version\n"
 	      "Started by a web server with a listening socket on fd 0, larder "
 	      "is a FastCGI\nworker; with GATEWAY_INTERFACE set, a CGI "
@@ -336,6 +340,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	/* every pool keeps a webhook deliverer beside its workers */
+	pool_set_companion(webhook_run);
 	if (argc >= 2 && strcmp(argv[1], "serve") == 0)
 		return serve_main(argc - 1, argv + 1, dispatch);
 	if (argc >= 2 && strcmp(argv[1], "config") == 0)
@@ -352,6 +358,8 @@ int main(int argc, char **argv)
 			  strcmp(argv[1], "unyank") == 0 ||
 			  strcmp(argv[1], "remove") == 0))
 		return hosted_cmd(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "webhook") == 0)
+		return webhook_cmd(argc - 1, argv + 1);
 	if (argc > 1) {
 		fprintf(stderr, "larder: unknown command \"%.100s\"\n",
 			argv[1]);

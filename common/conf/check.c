@@ -304,3 +304,60 @@ int conf_check_registries(struct conf_parser *p)
 	}
 	return 0;
 }
+
+/* Where key name of webhook i was set, else its section's line. */
+static unsigned webhook_key_line(const struct conf_parser *p, size_t i,
+                                 const char *name)
+{
+	const struct conf_key *k = conf_find_key("webhook", name);
+	unsigned line = p->webhook_line[i][k - conf_keys];
+
+	return line ? line : p->webhook_section_line[i];
+}
+
+/* The first word of list that names nothing find() knows, or NULL. */
+static const char *unknown_name(const struct conf *c, const char *list,
+                                int registries, char *out, size_t outlen)
+{
+	size_t n;
+
+	for (const char *w = list; w && *w; w += n + (w[n] == ' ')) {
+		n = strcspn(w, " ");
+		snprintf(out, outlen, "%.*s", (int)n, w);
+		if (registries ? conf_registry_find(c, w, n) < 0
+		               : conf_index_find(c, out) < 0)
+			return out;
+	}
+	return NULL;
+}
+
+int conf_check_webhooks(struct conf_parser *p)
+{
+	char name[CONF_MAX_NAME + 1];
+
+	for (size_t i = 0; i < p->c->nwebhook; i++) {
+		const struct conf_webhook *h = &p->c->webhook[i];
+		unsigned line = p->webhook_section_line[i];
+
+		snprintf(p->where, sizeof(p->where), "[webhook \"%s\"]: ",
+		         h->name);
+		if (!h->url)
+			return conf_fail(p, line, "%swebhook %s has no url "
+			                 "(expected url = https://host/path)",
+			                 p->where, h->name);
+		if (!*h->secret_file)
+			return conf_fail(p, line, "%swebhook %s has no "
+			                 "secret_file (expected the path of a "
+			                 "file whose first line is the secret)",
+			                 p->where, h->name);
+		if (unknown_name(p->c, h->indexes, 0, name, sizeof(name)))
+			return conf_fail(p, webhook_key_line(p, i, "indexes"),
+			                 "%sindexes: no index is called %s",
+			                 p->where, name);
+		if (unknown_name(p->c, h->registries, 1, name, sizeof(name)))
+			return conf_fail(p, webhook_key_line(p, i, "registries"),
+			                 "%sregistries: no registry is called %s",
+			                 p->where, name);
+	}
+	return 0;
+}

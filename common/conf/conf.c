@@ -161,6 +161,13 @@ static void free_registry(struct conf_registry *r)
 	r->name = NULL;
 }
 
+static void free_webhook(struct conf_webhook *h)
+{
+	free_strings(h, "webhook");
+	free(h->name);
+	h->name = NULL;
+}
+
 void conf_free(struct conf *c)
 {
 	free_strings(c, "larder");
@@ -170,6 +177,9 @@ void conf_free(struct conf *c)
 	for (size_t i = 0; i < c->nregistry; i++)
 		free_registry(&c->registry[i]);
 	c->nregistry = 0;
+	for (size_t i = 0; i < c->nwebhook; i++)
+		free_webhook(&c->webhook[i]);
+	c->nwebhook = 0;
 	free(c->source);
 	c->source = NULL;
 }
@@ -223,6 +233,10 @@ static int copy_conf(struct conf *dst, const struct conf *src)
 		forget_strings(&dst->registry[j], "registry");
 		dst->registry[j].name = NULL;
 	}
+	for (size_t j = 0; j < src->nwebhook; j++) {
+		forget_strings(&dst->webhook[j], "webhook");
+		dst->webhook[j].name = NULL;
+	}
 	dst->source = NULL;
 
 	err = copy_strings(dst, src, "larder");
@@ -237,6 +251,13 @@ static int copy_conf(struct conf *dst, const struct conf *src)
 		if (!err)
 			err = dup_str(&dst->registry[j].name,
 			              src->registry[j].name);
+	}
+	for (size_t j = 0; j < src->nwebhook && !err; j++) {
+		err = copy_strings(&dst->webhook[j], &src->webhook[j],
+		                   "webhook");
+		if (!err)
+			err = dup_str(&dst->webhook[j].name,
+			              src->webhook[j].name);
 	}
 	if (!err)
 		err = dup_str(&dst->source, src->source);
@@ -262,6 +283,26 @@ int conf_registry_find(const struct conf *c, const char *name, size_t n)
 			return (int)i;
 	}
 	return -1;
+}
+
+int conf_webhook_find(const struct conf *c, const char *name)
+{
+	for (size_t i = 0; i < c->nwebhook; i++)
+		if (!strcmp(c->webhook[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+int conf_list_has(const char *list, const char *word)
+{
+	size_t n, len = strlen(word);
+
+	for (const char *w = list; w && *w; w += n + (w[n] == ' ')) {
+		n = strcspn(w, " ");
+		if (n == len && !strncmp(w, word, n))
+			return 1;
+	}
+	return 0;
 }
 
 int conf_registry_default(const struct conf *c)
@@ -375,6 +416,41 @@ static int start_registry(struct conf_parser *p, const char *name)
 	return set_defaults(&c->registry[p->rx], "registry");
 }
 
+static int start_webhook(struct conf_parser *p, const char *name)
+{
+	char ref[PATH_MAX + 32];
+	struct conf *c = p->c;
+	char name_shown[MAX_SHOWN + 16];
+	int j;
+
+	shown(name, 1, name_shown, sizeof(name_shown));
+	snprintf(p->where, sizeof(p->where), "[webhook \"%s\"]: ", name_shown);
+	if (!*name || strlen(name) > 64 ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-_.") !=
+	        strlen(name))
+		return conf_fail(p, p->line, "%sbad webhook name: expected 1 "
+		                 "to 64 of a-z 0-9 - _ .", p->where);
+	j = conf_webhook_find(c, name);
+	if (j >= 0)
+		return conf_fail(
+		    p, p->line, "duplicate section [webhook \"%s\"] (first at %s)",
+		    name, conf_line_ref(p, p->line, p->webhook_section_line[j],
+		                        ref, sizeof(ref)));
+	if (c->nwebhook >= CONF_MAX_WEBHOOKS)
+		return conf_fail(p, p->line, "%stoo many webhooks (at most %d)",
+		                 p->where, CONF_MAX_WEBHOOKS);
+	p->wx = c->nwebhook;
+	memset(&c->webhook[p->wx], 0, sizeof(c->webhook[p->wx]));
+	memset(p->webhook_line[p->wx], 0, sizeof(p->webhook_line[p->wx]));
+	p->webhook_section_line[p->wx] = p->line;
+	c->webhook[p->wx].name = strdup(name);
+	if (!c->webhook[p->wx].name)
+		return ENOMEM;
+	c->nwebhook++;
+	p->in = IN_WEBHOOK;
+	return set_defaults(&c->webhook[p->wx], "webhook");
+}
+
 #define SECTIONS "[larder], [index \"NAME\"] or [registry \"NAME\"]"
 
 /* The "NAME"] after a section's word, with an optional trailing comment:
@@ -427,6 +503,12 @@ static int parse_section(struct conf_parser *p, char *s)
 		if (!name)
 			goto syntax;
 		return start_registry(p, name);
+	}
+	if (word == 7 && !strncmp(q, "webhook", 7)) {
+		name = quoted_name(q + 7);
+		if (!name)
+			goto syntax;
+		return start_webhook(p, name);
 	}
 	if (word && (conf_is_ws(q[word]) || q[word] == ']' || q[word] == '"'))
 		return conf_fail(p, p->line,
@@ -512,6 +594,7 @@ static const struct {
     {"larder", "[larder]"},
     {"index", "[index \"NAME\"]"},
     {"registry", "[registry \"NAME\"]"},
+    {"webhook", "[webhook \"NAME\"]"},
 };
 
 static int unknown_key(struct conf_parser *p, const char *section,
@@ -527,6 +610,9 @@ static int unknown_key(struct conf_parser *p, const char *section,
 	else if (p->in == IN_INDEX)
 		snprintf(sect, sizeof(sect), "[index \"%s\"]",
 		         p->c->index[p->ix].name);
+	else if (p->in == IN_WEBHOOK)
+		snprintf(sect, sizeof(sect), "[webhook \"%s\"]",
+		         p->c->webhook[p->wx].name);
 	else
 		snprintf(sect, sizeof(sect), "[registry \"%s\"]",
 		         p->c->registry[p->rx].name);
@@ -590,7 +676,7 @@ int conf_parse_included(struct conf_parser *p, const char *path,
 {
 	unsigned line = p->line;
 	enum conf_in in = p->in;
-	size_t ix = p->ix, rx = p->rx;
+	size_t ix = p->ix, rx = p->rx, wx = p->wx;
 	char where[sizeof(p->where)];
 	int rc;
 
@@ -614,6 +700,7 @@ int conf_parse_included(struct conf_parser *p, const char *path,
 	p->in = in;
 	p->ix = ix;
 	p->rx = rx;
+	p->wx = wx;
 	memcpy(p->where, where, sizeof(where));
 	return 0;
 }
@@ -647,9 +734,10 @@ static int parse_assignment(struct conf_parser *p, char *s)
 		    "\"%s\" is outside any section: expected " SECTIONS
 		    " before it",
 		    line_shown);
-	section = p->in == IN_LARDER  ? "larder"
-	          : p->in == IN_INDEX ? "index"
-	                              : "registry";
+	section = p->in == IN_LARDER    ? "larder"
+	          : p->in == IN_INDEX   ? "index"
+	          : p->in == IN_WEBHOOK ? "webhook"
+	                                : "registry";
 	k = conf_find_key(section, key);
 	if (!k)
 		return unknown_key(p, section, key);
@@ -663,6 +751,9 @@ static int parse_assignment(struct conf_parser *p, char *s)
 	} else if (p->in == IN_INDEX) {
 		base = &p->c->index[p->ix];
 		line = &p->index_line[p->ix][k - conf_keys];
+	} else if (p->in == IN_WEBHOOK) {
+		base = &p->c->webhook[p->wx];
+		line = &p->webhook_line[p->wx][k - conf_keys];
 	} else {
 		base = &p->c->registry[p->rx];
 		line = &p->registry_line[p->rx][k - conf_keys];
@@ -749,6 +840,8 @@ static int parse_into(struct conf *c, const char *name, const char *text,
 		rc = conf_check_indexes(p);
 	if (!rc && p->declared_registries)
 		rc = conf_check_registries(p);
+	if (!rc)
+		rc = conf_check_webhooks(p);
 out:
 	if (rc == ENOMEM)
 		log_reason(err, errlen, "%s: out of memory", name ? name : "-");

@@ -8,6 +8,7 @@
  *     [larder]            global keys
  *     [index "NAME"]      one package index (NAME may contain '/')
  *     [registry "NAME"]   one OCI registry, served under /v2/NAME/
+ *     [webhook "NAME"]    a receiver of signed events (docs/webhooks.md)
  * '#' and ';' start comments; values may be quoted with "".
  */
 #ifndef LARDER_CONF_H
@@ -20,6 +21,7 @@
 #define CONF_MAX_INDEXES 32
 #define CONF_MAX_LAYERS 8
 #define CONF_MAX_REGISTRIES 16
+#define CONF_MAX_WEBHOOKS 16
 
 enum conf_sendfile {
 	CONF_SENDFILE_ACCEL,     /* "x-accel-redirect" (nginx) */
@@ -122,6 +124,21 @@ struct conf_registry {
 	size_t nlayers;
 };
 
+/* A receiver of signed events (docs/webhooks.md). */
+struct conf_webhook {
+	char *name;
+	char *url;              /* absolute http(s) URL, as written */
+	char *secret_file;      /* its first line is the HMAC key */
+	char *events;           /* upload yank remove push new-release
+	                           policy-denied, space-separated */
+	char *indexes;          /* NULL: every index; names, space-separated */
+	char *registries;       /* NULL: every registry; names */
+	long retry_min;         /* seconds before the first retry */
+	long retry_max;         /* the longest wait between two tries */
+	long retry_for;         /* seconds an event is retried before it is
+	                           given up */
+};
+
 struct conf {
 	char *data_dir;
 	enum conf_sendfile sendfile;
@@ -157,6 +174,8 @@ struct conf {
 	size_t nindex;
 	struct conf_registry registry[CONF_MAX_REGISTRIES];
 	size_t nregistry;
+	struct conf_webhook webhook[CONF_MAX_WEBHOOKS];
+	size_t nwebhook;
 	char *source;           /* the file it came from, or NULL for defaults */
 };
 
@@ -211,6 +230,13 @@ int conf_index_find(const struct conf *c, const char *name);
 /* Returns the position of the registry called name (n bytes of it), or
  * -1. */
 int conf_registry_find(const struct conf *c, const char *name, size_t n);
+
+/* Returns the position of the webhook called name, or -1. */
+int conf_webhook_find(const struct conf *c, const char *name);
+
+/* Returns 1 when word is one of the space-separated words of list, else
+ * 0. */
+int conf_list_has(const char *list, const char *word);
 
 /* Returns the position of the registry with default = yes, or -1. */
 int conf_registry_default(const struct conf *c);

@@ -103,10 +103,13 @@ static const char *prefetch_slots(void *field);
 static const char *check_layers(void *field);
 static const char *check_hosts(void *field);
 static const char *check_globs(void *field);
+static const char *check_hook_url(void *field);
+static const char *check_events(void *field);
 
 #define LARDER(n) "larder", #n, offsetof(struct conf, n)
 #define INDEX(n)  "index", #n, offsetof(struct conf_index, n)
 #define REGISTRY(n) "registry", #n, offsetof(struct conf_registry, n)
+#define WEBHOOK(n) "webhook", #n, offsetof(struct conf_webhook, n)
 
 /* The one table of keys. */
 const struct conf_key conf_keys[] = {
@@ -451,11 +454,44 @@ const struct conf_key conf_keys[] = {
              "blob of a repository, by holders of a token with the delete "
              "action. What nothing names any more is garbage for larder "
              "gc. Off, a DELETE is a 405 UNSUPPORTED."},
+    {WEBHOOK(url), T_STRING, NULL, .check = check_hook_url,
+     .help = "Where the events are POSTed, as JSON signed with the secret "
+             "(docs/webhooks.md). Required. Redirects are not followed: "
+             "a 3xx is a failed delivery."},
+    {WEBHOOK(secret_file), T_PATH, "",
+     .help = "A file whose first line is the secret the deliveries are "
+             "signed with (X-Larder-Signature-256, HMAC-SHA256). Required. "
+             "It is read at each delivery, not when the configuration is "
+             "loaded."},
+    {WEBHOOK(events), T_LIST, "upload yank remove push new-release "
+                             "policy-denied", .check = check_events,
+     .help = "The events sent: upload (a file uploaded to a hosted index), "
+             "yank (yanked or unyanked), remove (files removed), push (a "
+             "manifest or tag pushed to a hosted registry), new-release "
+             "(a cached page that lists a version it did not list "
+             "before), policy-denied (a file a policy kept out)."},
+    {WEBHOOK(indexes), T_LIST, NULL,
+     .help = "Only the events of these indexes (names, space-separated); "
+             "unset, every index's."},
+    {WEBHOOK(registries), T_LIST, NULL,
+     .help = "Only the events of these registries (names, "
+             "space-separated); unset, every registry's."},
+    {WEBHOOK(retry_min), T_SECONDS, "30s", .check = above_zero,
+     .help = "How long after a failed delivery it is tried again; the "
+             "wait doubles at each failure up to retry_max."},
+    {WEBHOOK(retry_max), T_SECONDS, "1h", .check = above_zero,
+     .help = "The longest wait between two tries of one event."},
+    {WEBHOOK(retry_for), T_SECONDS, "3d", .check = above_zero,
+     .help = "How long an event is retried before it is given up (and "
+             "listed as failed on /+status). The events after it, of the "
+             "same index or registry, wait for it until then: they "
+             "arrive in order."},
 };
 
 #undef LARDER
 #undef INDEX
 #undef REGISTRY
+#undef WEBHOOK
 
 _Static_assert(sizeof(conf_keys) / sizeof(conf_keys[0]) == CONF_NKEYS,
                "CONF_NKEYS in conf_keys.h");
@@ -685,6 +721,44 @@ static const char *check_hosts(void *f)
 			continue;
 		if (*p != ' ' && !conf_is_lower_digit(*p) && !strchr(".-:[]", *p))
 			return "host names separated by spaces";
+	}
+	return NULL;
+}
+
+/* An absolute http:// or https:// URL with a host, kept as written. */
+static const char *check_hook_url(void *f)
+{
+	const char *u = *(char **)f;
+	size_t scheme = !strncmp(u, "http://", 7)    ? 7
+	                : !strncmp(u, "https://", 8) ? 8
+	                                             : 0;
+
+	if (!scheme || !u[scheme] || u[scheme] == '/' ||
+	    strpbrk(u, " \t\"<>\\^`{|}#"))
+		return "an absolute http:// or https:// URL without fragment";
+	return NULL;
+}
+
+/* The events a webhook may ask for. */
+static const char *const events[] = {"upload", "yank", "remove", "push",
+                                     "new-release", "policy-denied", NULL};
+
+static const char *check_events(void *f)
+{
+	static const char form[] = "events among upload yank remove push "
+	                           "new-release policy-denied";
+	char *list = *(char **)f;
+	size_t n, i;
+
+	if (!*list)
+		return form;
+	for (char *w = list; *w; w += n + (w[n] == ' ')) {
+		n = strcspn(w, " ");
+		for (i = 0; events[i]; i++)
+			if (strlen(events[i]) == n && !strncmp(events[i], w, n))
+				break;
+		if (!events[i])
+			return form;
 	}
 	return NULL;
 }

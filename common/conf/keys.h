@@ -45,7 +45,7 @@ struct conf_type_info {
 extern const struct conf_type_info conf_types[CONF_NTYPES];
 
 struct conf_key {
-	const char *section; /* "larder", "index" or "registry" */
+	const char *section; /* "larder", "index", "registry" or "webhook" */
 	const char *name;
 	size_t off; /* in struct conf, conf_index or conf_registry */
 	enum conf_type type;
@@ -65,7 +65,7 @@ struct conf_key {
 /* The bit of an index type in conf_key.types. */
 #define CONF_FOR(t) (1u << (t))
 
-#define CONF_NKEYS 58 /* entries in conf_keys; conf/keys.c checks the count */
+#define CONF_NKEYS 66 /* entries in conf_keys; conf/keys.c checks the count */
 
 /* The one table of keys, in the order of the man page and of conf_dump. */
 extern const struct conf_key conf_keys[CONF_NKEYS];
@@ -132,7 +132,7 @@ struct conf_parser {
 	char *err;
 	size_t errlen;
 	unsigned line;
-	enum conf_in { IN_NONE, IN_LARDER, IN_INDEX, IN_REGISTRY } in;
+	enum conf_in { IN_NONE, IN_LARDER, IN_INDEX, IN_REGISTRY, IN_WEBHOOK } in;
 	size_t ix;       /* the current index, IN_INDEX */
 	size_t rx;       /* the current registry, IN_REGISTRY */
 	int declared;    /* an [index] section was seen */
@@ -143,6 +143,9 @@ struct conf_parser {
 	unsigned section_line[CONF_MAX_INDEXES];
 	unsigned registry_line[CONF_MAX_REGISTRIES][CONF_NKEYS];
 	unsigned registry_section_line[CONF_MAX_REGISTRIES];
+	size_t wx;       /* the current webhook, IN_WEBHOOK */
+	unsigned webhook_line[CONF_MAX_WEBHOOKS][CONF_NKEYS];
+	unsigned webhook_section_line[CONF_MAX_WEBHOOKS];
 	/* include = GLOB: reads and parses the files it names (conf_load's;
 	 * NULL for text that is not a file on disk) */
 	int (*include)(struct conf_parser *p, const char *pattern);
@@ -185,5 +188,10 @@ int conf_check_indexes(struct conf_parser *p);
  * password_file come together, at most one is the default. Returns 0, or
  * EINVAL with the message from conf_fail(). */
 int conf_check_registries(struct conf_parser *p);
+
+/* Checks the webhooks: each has a url and a secret_file, and the indexes
+ * and registries they name are declared. Returns 0, or EINVAL with the
+ * message from conf_fail(). */
+int conf_check_webhooks(struct conf_parser *p);
 
 #endif

@@ -156,6 +156,20 @@ int conf_dump(const struct conf *c, struct buf *out)
 			err = dump_key(out, r, &conf_keys[i]);
 		}
 	}
+	for (size_t j = 0; j < c->nwebhook && !err; j++) {
+		const struct conf_webhook *h = &c->webhook[j];
+
+		err = buf_addf(out, "\n[webhook \"%s\"]\n", h->name);
+		for (size_t i = 0; i < CONF_NKEYS && !err; i++) {
+			if (strcmp(conf_keys[i].section, "webhook"))
+				continue;
+			/* unset filters stay unset: every index, registry */
+			if (conf_is_string(conf_keys[i].type) &&
+			    !*(char *const *)conf_cfield(h, &conf_keys[i]))
+				continue;
+			err = dump_key(out, h, &conf_keys[i]);
+		}
+	}
 	return err;
 }
 
@@ -269,6 +283,23 @@ static int man_registries(struct buf *out)
 	                          "this one, a cache of Docker Hub that is "
 	                          "also the default:\n");
 	return err ? err : add_roff_block(out, conf_default_registries);
+}
+
+/* The webhook sections. */
+static int man_webhooks(struct buf *out)
+{
+	int err = buf_adds(
+	    out, ".SH \"[webhook \\(dqNAME\\(dq] SECTIONS\"\n"
+	         "Each names a receiver of signed events: an upload, a yank, "
+	         "a push, a new release of a cached project. Each event is "
+	         "written to the database with the change it reports and "
+	         "POSTed later, as JSON signed with HMAC\\-SHA256 "
+	         "(X\\-Larder\\-Signature\\-256), by the pool's "
+	         "deliverer or\n"
+	         ".BR \"larder webhook deliver\" ;\n"
+	         "see webhooks.md. A name is 1 to 64 of a\\-z, 0\\-9,\n"
+	         ".BR \\- \", \" _ \" and \" . .\n");
+	return err ? err : man_keys(out, "webhook");
 }
 
 int conf_man(struct buf *out)
@@ -403,6 +434,7 @@ int conf_man(struct buf *out)
 	                          "and a virtual index over it:\n");
 	err = err ? err : add_roff_block(out, conf_default_indexes);
 	err = err ? err : man_registries(out);
+	err = err ? err : man_webhooks(out);
 	err = err ? err : buf_adds(out, ".SH EXAMPLE\n");
 	err = err ? err : add_roff_block(out, conf_example);
 	err = err ? err

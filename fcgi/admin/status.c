@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/url.h"
 #include "fcgi/admin/status.h"
+#include "storage/db/db_outbox.h"
 #include "storage/db/db_stats.h"
 #include "storage/fsck.h"
 #include "storage/health.h"
@@ -479,6 +480,9 @@ static void upstreams(struct worker *w, struct buf *b)
 		upstream_row(w, b, what, c->index[i].upstream);
 	}
 	for (size_t i = 0; i < c->nregistry; i++) {
+		/* a hosted or virtual registry has no upstream of its own */
+		if (c->registry[i].type != CONF_REGISTRY_CACHE)
+			continue;
 		snprintf(what, sizeof(what), "registry %s",
 		         c->registry[i].name);
 		upstream_row(w, b, what, c->registry[i].upstream);
@@ -548,6 +552,52 @@ static void summary(struct buf *b, const struct figures *f)
 	buf_addf(b, "</table>\n<p>Counted since %s.</p>\n", since);
 }
 
+/* The webhooks: how many events wait, and the last tries (the outbox). */
+static void webhooks(struct worker *w, struct buf *b)
+{
+	static const char *const state[] = {"retrying", "delivered",
+	                                    "given up"};
+	struct db_outbox *rows = NULL;
+	long pending = 0, failed = 0;
+	size_t n = 0;
+
+	if (!w->conf->nwebhook)
+		return;
+	buf_adds(b, "<h2>Webhooks</h2>\n");
+	if (db_outbox_counts(w->db, &pending, &failed) ||
+	    db_outbox_recent(w->db, 20, &rows, &n)) {
+		buf_adds(b, "<p>The outbox cannot be read (see the log).</p>\n");
+		return;
+	}
+	buf_addf(b, "<p>%ld events waiting, %ld given up.</p>\n", pending,
+	         failed);
+	buf_adds(b, "<table><tr><th>webhook</th><th>event</th><th>of</th>"
+	            "<th>id</th><th>tried</th><th>tries</th><th>state</th>"
+	            "<th>last failure</th></tr>\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct db_outbox *o = &rows[i];
+
+		buf_adds(b, "<tr><td>");
+		buf_add_html(b, o->hook);
+		buf_adds(b, "</td><td>");
+		buf_add_html(b, o->event);
+		buf_adds(b, "</td><td>");
+		buf_add_html(b, o->idx);
+		buf_adds(b, " ");
+		buf_add_html(b, o->project);
+		buf_adds(b, " ");
+		buf_add_html(b, o->version);
+		buf_addf(b, "</td><td>%s</td><td>", o->uuid);
+		seen_time(b, o->done_at);
+		buf_addf(b, "</td><td>%ld</td><td>%s</td><td>", o->attempts,
+		         o->state >= 0 && o->state <= 2 ? state[o->state] : "?");
+		add_html_shown(b, o->error);
+		buf_adds(b, "</td></tr>\n");
+	}
+	buf_adds(b, "</table>\n");
+	db_outbox_free(rows, n);
+}
+
 void status_page(struct worker *w, struct req *r)
 {
 	struct figures *f = gather(w, r);
@@ -585,6 +635,7 @@ void status_page(struct worker *w, struct req *r)
 	top_table(&b, "Images", s->top[STATS_TOP_IMAGES],
 	          s->top_total[STATS_TOP_IMAGES]);
 	upstreams(w, &b);
+	webhooks(w, &b);
 	buf_adds(&b, "<h2>Requests</h2>\n");
 	requests_table(&b, s);
 	buf_adds(&b, "<p>The same as <a href=\"metrics\">Prometheus text</a> "

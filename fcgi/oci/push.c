@@ -15,6 +15,7 @@
 #include "common/hash/sha256.h"
 #include "common/hex.h"
 #include "common/http/token.h"
+#include "common/json.h"
 #include "common/oci/manifest.h"
 #include "fcgi/oci/access.h"
 #include "fcgi/oci/oci.h"
@@ -23,6 +24,7 @@
 #include "fcgi/server/send.h"
 #include "storage/blob.h"
 #include "storage/db/db.h"
+#include "storage/webhook.h"
 
 /* A stored manifest is fresh this long: forever, as far as a row goes. */
 #define HOSTED_TTL (100L * 365 * 86400)
@@ -515,6 +517,30 @@ static int holds(struct push *p, const struct oci_descriptor *d, int child)
 	                       &size) == 0;
 }
 
+/* Queues a push event for the manifest digest (sha256:HEX) just stored
+ * under the request's reference, in the caller's transaction. Returns 0
+ * or an errno. */
+static int hook_push(struct push *p, const char *digest, const char *media)
+{
+	struct buf data;
+	int rc;
+
+	if (!webhook_wanted(p->w->conf, "push"))
+		return 0;
+	buf_init(&data, 1 << 16);
+	rc = buf_addf(&data, "{\"digest\":\"%s\",\"tag\":", digest);
+	rc = rc ? rc : json_put_string(&data, p->rt.by_digest ? "" : p->rt.ref);
+	rc = rc ? rc : buf_adds(&data, ",\"media_type\":");
+	rc = rc ? rc : json_put_string(&data, media);
+	rc = rc ? rc : buf_adds(&data, "}");
+	rc = rc ? rc : webhook_enqueue(p->w->db, p->w->conf, "push", 1,
+	                               p->reg->name, p->repo,
+	                               p->rt.by_digest ? digest : p->rt.ref,
+	                               data.data);
+	buf_free(&data);
+	return rc;
+}
+
 /* PUT .../manifests/<ref>. */
 static void manifest_put(struct push *p)
 {
@@ -610,9 +636,13 @@ static void manifest_put(struct push *p)
 	row.fetched_at = (long long)time(NULL);
 	row.ttl = HOSTED_TTL;
 	snprintf(why, sizeof(why), "sha256:%s", sha);
-	if (rc || db_oci_ref_put(p->w->db, p->reg->name, p->repo, why, &row) ||
+	/* the refs and the webhook event in one transaction */
+	if (rc || db_begin(p->w->db) ||
+	    db_oci_ref_put(p->w->db, p->reg->name, p->repo, why, &row) ||
 	    (!p->rt.by_digest &&
-	     db_oci_ref_put(p->w->db, p->reg->name, p->repo, p->rt.ref, &row))) {
+	     db_oci_ref_put(p->w->db, p->reg->name, p->repo, p->rt.ref, &row)) ||
+	    hook_push(p, why, row.media_type)) {
+		db_rollback(p->w->db);
 		oci_fail(p->r, 500, "UNKNOWN", "cannot store the manifest");
 		return;
 	}
@@ -625,10 +655,16 @@ static void manifest_put(struct push *p)
 		         subject, sha);
 		if (db_oci_ref_put(p->w->db, p->reg->name, p->repo, refers,
 		                   &ref)) {
+			db_rollback(p->w->db);
 			oci_fail(p->r, 500, "UNKNOWN", "cannot store the manifest");
 			return;
 		}
 		req_header(p->r, "OCI-Subject", "%s", subject);
+	}
+	if (db_commit(p->w->db)) {
+		db_rollback(p->w->db);
+		oci_fail(p->r, 500, "UNKNOWN", "cannot store the manifest");
+		return;
 	}
 	req_header(p->r, "Location", "%s/v2/%s/manifests/sha256:%s",
 	           p->r->mount, p->rt.name, sha);

@@ -18,6 +18,7 @@
 #include "fcgi/pypi/pages.h"
 #include "storage/blob.h"
 #include "storage/lru.h"
+#include "storage/webhook.h"
 
 /* The most a rendering of a hosted page may take. */
 #define MAX_RENDERING (64L << 20)
@@ -292,6 +293,47 @@ static int keep_bytes(struct worker *w, const struct db_hosted *h,
 	return rc;
 }
 
+/* Queues a webhook event about file h of index (upload, remove), in the
+ * caller's transaction. Returns 0 or an errno. */
+static int hook_file(struct worker *w, const char *index, const char *event,
+		     const struct db_hosted *h)
+{
+	struct buf data;
+	int rc;
+
+	if (!webhook_wanted(w->conf, event))
+		return 0;
+	buf_init(&data, 1 << 16);
+	rc = buf_adds(&data, "{\"filename\":");
+	rc = rc ? rc : json_put_string(&data, h->filename);
+	rc = rc ? rc : buf_addf(&data, ",\"sha256\":\"%s\",\"size\":%lld}",
+				h->sha256, h->size);
+	rc = rc ? rc : webhook_enqueue(w->db, w->conf, event, 0, index,
+				       h->project, h->version, data.data);
+	buf_free(&data);
+	return rc;
+}
+
+/* Queues a yank event (yanked 0: unyanked), likewise. */
+static int hook_yank(struct worker *w, const char *index, const char *project,
+		     const char *version, int yanked, const char *reason)
+{
+	struct buf data;
+	int rc;
+
+	if (!webhook_wanted(w->conf, "yank"))
+		return 0;
+	buf_init(&data, 1 << 16);
+	rc = buf_addf(&data, "{\"yanked\":%s,\"reason\":",
+		      yanked ? "true" : "false");
+	rc = rc ? rc : json_put_string(&data, reason ? reason : "");
+	rc = rc ? rc : buf_adds(&data, "}");
+	rc = rc ? rc : webhook_enqueue(w->db, w->conf, "yank", 0, index,
+				       project, version, data.data);
+	buf_free(&data);
+	return rc;
+}
+
 int hosted_publish(struct worker *w, int idx, const struct db_hosted *h,
 		   const struct hosted_bytes *b, int *changed, char *err,
 		   size_t errlen)
@@ -342,6 +384,8 @@ int hosted_publish(struct worker *w, int idx, const struct db_hosted *h,
 		rc = db_blob_add(w->db, h->sha256, h->size);
 	if (!rc && *h->meta_sha)
 		rc = db_blob_add(w->db, h->meta_sha, meta_size);
+	if (!rc)
+		rc = hook_file(w, ix->name, "upload", h);
 	if (rc) {
 		db_rollback(w->db);
 		snprintf(err, errlen, "%s: database error", ix->name);
@@ -389,6 +433,8 @@ int hosted_yank(struct worker *w, int idx, const char *project,
 	}
 	rc = db_hosted_yank(w->db, ix->name, project, canon, yanked, reason,
 			    &changed);
+	if (!rc && changed)
+		rc = hook_yank(w, ix->name, project, canon, yanked, reason);
 	if (!rc && changed == 0) {
 		db_rollback(w->db);
 		snprintf(err, errlen, "%s has no release %s %s", ix->name,
@@ -430,6 +476,8 @@ int hosted_remove(struct worker *w, int idx, const char *project,
 		rc = db_hosted_delete(w->db, ix->name, rows[i].filename);
 		if (!rc)
 			rc = forget_file(w, ix->name, &rows[i], now);
+		if (!rc)
+			rc = hook_file(w, ix->name, "remove", &rows[i]);
 		removed++;
 	}
 	free(rows);

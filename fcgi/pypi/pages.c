@@ -4,10 +4,12 @@
 #include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/dist/distname.h"
 #include "common/isotime.h"
 #include "common/log.h"
 #include "common/pypi/cooldown.h"
@@ -25,6 +27,7 @@
 #include "storage/health.h"
 #include "storage/lru.h"
 #include "storage/stats.h"
+#include "storage/webhook.h"
 
 /* What larder asks an upstream for: JSON when it can, HTML otherwise. */
 static const char upstream_accept[] =
@@ -134,6 +137,79 @@ static void hint_likely(struct worker *w, const struct conf_index *ix,
 	h->index = conf_index_find(w->conf, ix->name);
 	memcpy(h->sha256, f->sha256, sizeof(h->sha256));
 	snprintf(h->filename, sizeof(h->filename), "%s", f->filename);
+}
+
+/* The canonical version of file sf in *v (DISTNAME_VERSION_MAX bytes), or
+ * "" when its name is no distribution's. */
+static void file_version(const struct simple_file *sf, char *v)
+{
+	struct distname d;
+
+	v[0] = '\0';
+	if (distname_parse(sf->filename, &d) == 0)
+		snprintf(v, DISTNAME_VERSION_MAX, "%s", d.canon[0] ? d.canon
+								 : d.version);
+}
+
+/* Whether version v is among the n versions in vs. */
+static int has_version(char (*vs)[DISTNAME_VERSION_MAX], size_t n,
+		       const char *v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(vs[i], v))
+			return 1;
+	return 0;
+}
+
+/* Queues a new-release event for each version the files of page and held
+ * (the held-back ones: first seen upstream all the same) have that no file
+ * the index knew before has: a file unknown to the files table whose
+ * version no known file shares. Called in the page's transaction, before
+ * its files are written; one lookup by primary key per file, and only
+ * when a webhook asks for new-release. Returns 0 or an errno. */
+static int hook_new_releases(struct worker *w, const struct conf_index *ix,
+			     const char *project,
+			     const struct simple_page *page,
+			     const struct simple_page *held)
+{
+	size_t n = page->nfiles + held->nfiles, nknown = 0, nnew = 0;
+	char (*known)[DISTNAME_VERSION_MAX], (*fresh)[DISTNAME_VERSION_MAX];
+	char v[DISTNAME_VERSION_MAX];
+	struct db_file row;
+	int rc = 0;
+
+	if (!n || !webhook_wanted(w->conf, "new-release"))
+		return 0;
+	known = calloc(n, sizeof(*known));
+	fresh = calloc(n, sizeof(*fresh));
+	if (!known || !fresh) {
+		free(known);
+		free(fresh);
+		return ENOMEM;
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct simple_file *sf = i < page->nfiles ?
+			&page->files[i] : &held->files[i - page->nfiles];
+
+		file_version(sf, v);
+		if (!v[0])
+			continue;
+		rc = db_file_get(w->db, ix->name, sf->sha256, sf->filename,
+				 &row);
+		if (rc == 0 && !has_version(known, nknown, v))
+			snprintf(known[nknown++], sizeof(*known), "%s", v);
+		else if (rc == ENOENT && !has_version(fresh, nnew, v))
+			snprintf(fresh[nnew++], sizeof(*fresh), "%s", v);
+		if (rc == ENOENT)
+			rc = 0;
+	}
+	for (size_t i = 0; i < nnew && !rc; i++)
+		if (!has_version(known, nknown, fresh[i]))
+			rc = webhook_enqueue(w->db, w->conf, "new-release", 0,
+					     ix->name, project, fresh[i], NULL);
+	free(known);
+	free(fresh);
+	return rc;
 }
 
 /* Parses and renders an upstream 200, stores both renderings and the file
@@ -251,6 +327,9 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		rc = db_blob_add(w->db, p->json_sha, js);
 	if (!rc)
 		rc = db_blob_add(w->db, p->html_sha, hs);
+	/* a page the index had before: the versions it never listed */
+	if (!rc && !is_list && have && old.status == 200)
+		rc = hook_new_releases(w, ix, project, &page, &held);
 	/* the held files too: a request for one is refused with the
 	 * reason (pypi_file), not told that no page lists it */
 	for (size_t i = 0; !rc && i < page.nfiles + held.nfiles; i++) {

@@ -43,6 +43,16 @@ struct pool_board {
 /* what every worker of this pool answers requests with (pool_run) */
 static server_handler *handler;
 
+/* the child beside the workers (pool_set_companion): its pid (0: none
+ * running), whether it is done for this config (exit status 0), and
+ * when it may be started again */
+static pool_companion_fn *companion;
+static pid_t companion_pid;
+static int companion_done;
+static int companion_replaced; /* stopped for a reload: started again */
+static time_t companion_after;
+static volatile sig_atomic_t companion_stop;
+
 static volatile sig_atomic_t got_term, got_hup, got_chld, got_usr1;
 
 static void on_signal(int sig)
@@ -94,6 +104,57 @@ int pool_stale(const struct pool_board *b, int slot)
 	return b->slot[slot].gen != b->gen;
 }
 
+void pool_set_companion(pool_companion_fn *fn)
+{
+	companion = fn;
+}
+
+static void on_companion_term(int sig)
+{
+	(void)sig;
+	companion_stop = 1;
+}
+
+/* Starts the companion when there is one and it is not running; it keeps
+ * no copy of the listening socket fd. */
+static void start_companion(struct pool_board *b, const struct conf *c,
+                            int fd)
+{
+	struct sigaction sa;
+	sigset_t none;
+	pid_t pid;
+
+	if (!companion || companion_pid || companion_done ||
+	    time(NULL) < companion_after)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != b->supervisor)
+			_exit(0);
+		/* never one more holder of the socket the workers accept on */
+		close(fd);
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_companion_term;
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGINT, &sa, NULL);
+		signal(SIGCHLD, SIG_DFL);
+		signal(SIGALRM, SIG_DFL);
+		signal(SIGUSR1, SIG_IGN);
+		signal(SIGUSR2, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		_exit(companion(c, &companion_stop));
+	}
+	if (pid < 0) {
+		log_error(errno, "pool", "fork");
+		companion_after = time(NULL) + 1;
+		return;
+	}
+	companion_pid = pid;
+}
+
 static pid_t spawn(struct pool_board *b, long i, const struct conf *c,
 		   int fd)
 {
@@ -137,6 +198,19 @@ static void reap(struct pool_board *b)
 	int status;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == companion_pid) {
+			companion_pid = 0;
+			companion_done = !companion_replaced &&
+			                 WIFEXITED(status) &&
+			                 WEXITSTATUS(status) == 0;
+			companion_after = time(NULL) + 1;
+			if (!companion_done && !companion_replaced)
+				log_warn(0, "pool", "companion %ld ended (status "
+				         "%d); starting it again", (long)pid,
+				         status);
+			companion_replaced = 0;
+			continue;
+		}
 		for (long i = 0; i < b->span; i++) {
 			if (b->slot[i].pid != pid)
 				continue;
@@ -364,6 +438,7 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 	sigprocmask(SIG_BLOCK, &block, &old);
 
 	fill(b, c, listen_fd, min);
+	start_companion(b, c, listen_fd);
 	while (!got_term) {
 		sigset_t wait_for = old;
 
@@ -390,22 +465,34 @@ int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 					 b->nslots);
 				fill(b, c, listen_fd, min);
 				retire(b, b->gen);
+				/* the companion starts again with the new
+				 * config */
+				if (companion_pid) {
+					kill(companion_pid, SIGTERM);
+					companion_replaced = 1;
+				}
+				companion_done = 0;
 			}
 		}
 		fill(b, c, listen_fd, min);
 		trim(b, min);
+		start_companion(b, c, listen_fd);
 	}
 	log_info("stopping");
 	retire(b, -1);
+	if (companion_pid)
+		kill(companion_pid, SIGTERM);
 	for (int waited = 0; waited < STOP_GRACE_MS; waited += 50) {
 		reap(b);
-		if (count(b).total == 0)
+		if (count(b).total == 0 && !companion_pid)
 			break;
 		usleep(50000);
 	}
 	for (long i = 0; i < b->span; i++)
 		if (b->slot[i].pid)
 			kill(b->slot[i].pid, SIGKILL);
+	if (companion_pid)
+		kill(companion_pid, SIGKILL);
 	reap(b);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	munmap(b, sizeof(*b));

@@ -15,6 +15,8 @@
 #ifndef LARDER_POOL_H
 #define LARDER_POOL_H
 
+#include <signal.h>
+
 #include "common/conf/conf.h"
 #include "fcgi/server/server.h"
 
@@ -28,6 +30,15 @@ struct pool_board;
  * config's). Returns an exit status. */
 int pool_run(struct conf *c, const char *conf_path, int listen_fd,
 	     long workers, server_handler *handle);
+
+/* What the supervisor runs in a child of its own beside the workers (the
+ * application's background work; NULL, the default: none): fn gets the
+ * config and a flag SIGTERM sets, and returns an exit status; it runs
+ * again a second after it exits with any status but 0, and is replaced
+ * with the new config on SIGHUP. Call before pool_run. */
+typedef int pool_companion_fn(const struct conf *c,
+                              volatile sig_atomic_t *stop);
+void pool_set_companion(pool_companion_fn *fn);
 
 /* Worker side: marks this worker's place busy (1) or idle (0). Taking the
  * last idle place asks the supervisor for another worker. NULL board is

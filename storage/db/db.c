@@ -20,7 +20,7 @@
 #define STRINGIFY(x) STRINGIFY_(x)
 
 /* The schema this build reads and writes (PRAGMA user_version). */
-#define SCHEMA_VERSION 10
+#define SCHEMA_VERSION 11
 
 /* Every table as this version has it. Run under one write lock taken up
  * front: a deferred transaction that reads the schema and then wants to
@@ -105,6 +105,18 @@ static const char schema[] =
 	"  host TEXT PRIMARY KEY, ok_at INTEGER NOT NULL,"
 	"  failed_at INTEGER NOT NULL, last_failed INTEGER NOT NULL,"
 	"  reason TEXT NOT NULL);"
+	/* webhook events, one row per receiver, written with the change
+	 * they report and delivered in id order per (hook, idx):
+	 * db_outbox.c; state 0 pending, 1 delivered, 2 given up */
+	"CREATE TABLE IF NOT EXISTS outbox ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT, hook TEXT NOT NULL,"
+	"  event TEXT NOT NULL, idx TEXT NOT NULL, project TEXT NOT NULL,"
+	"  version TEXT NOT NULL, uuid TEXT NOT NULL, body TEXT NOT NULL,"
+	"  created INTEGER NOT NULL, attempts INTEGER NOT NULL,"
+	"  next_at INTEGER NOT NULL, state INTEGER NOT NULL,"
+	"  done_at INTEGER NOT NULL, status INTEGER NOT NULL,"
+	"  error TEXT NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS outbox_queue ON outbox (state, hook, idx, id);"
 	/* small named values: the scrub's cursor and counts */
 	"CREATE TABLE IF NOT EXISTS state ("
 	"  key TEXT PRIMARY KEY, value TEXT NOT NULL);";

@@ -135,6 +135,12 @@ def test_deb_installs_a_working_service(installed, tmp_path, wheel_dir, new_venv
     assert "ExecStart=/usr/sbin/larder fsck -c /etc/larder/larder.conf --scrub" in scrub
     # it runs on the store with larder's own modes, never undoing them
     assert "UMask=0027" in scrub and "StateDirectoryMode=0750" in scrub, scrub
+    # webhooks for CGI setups: shipped, left off (larder.service delivers)
+    for f in ("larder-webhook.service", "larder-webhook.timer"):
+        assert os.path.exists(UNITS + "/" + f), f
+    assert not os.path.exists("/etc/systemd/system/timers.target.wants/larder-webhook.timer")
+    with open(UNITS + "/larder-webhook.service") as f:
+        assert "ExecStart=/usr/sbin/larder webhook deliver -c /etc/larder/larder.conf" in f.read()
     if shutil.which("man"):
         assert "larder.conf" in run(["man", "-P", "cat", "5", "larder.conf"]).stdout
     # as shipped, the config is good (the sample, on the defaults)
