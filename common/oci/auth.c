@@ -2,14 +2,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
-#include "common/hex.h"
+#include "common/hash/hmac.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/oci/auth.h"
@@ -234,17 +231,12 @@ static int anon_mac(const unsigned char *key, size_t keylen,
 		    const char *expiry, char hex[65])
 {
 	static const char label[] = "larder-anonymous:";
-	unsigned char msg[sizeof(label) - 1 + 16], md[EVP_MAX_MD_SIZE];
-	unsigned mdlen = 0;
+	unsigned char msg[sizeof(label) - 1 + 16];
 
 	memcpy(msg, label, sizeof(label) - 1);
 	memcpy(msg + sizeof(label) - 1, expiry, 16);
-	if (!HMAC(EVP_sha256(), key, (int)keylen, msg, sizeof(msg), md,
-		  &mdlen) || mdlen != 32)
-		return ENOMEM;
-	hex_encode(md, 32, hex);
-	OPENSSL_cleanse(md, sizeof(md));
-	return 0;
+	return hmac_sha256_hex(key, keylen, msg, sizeof(msg), hex) ? ENOMEM
+								 : 0;
 }
 
 int oci_anon_token_make(const unsigned char *key, size_t keylen,
@@ -280,8 +272,7 @@ int oci_anon_token_check(const char *text, const unsigned char *key,
 	expiry[16] = '\0';
 	if (anon_mac(key, keylen, expiry, mac))
 		return EINVAL;
-	good = CRYPTO_memcmp(mac, text + 3 + 17, 64) == 0;
-	OPENSSL_cleanse(mac, sizeof(mac));
+	good = hmac_equal(mac, text + 3 + 17);
 	if (!good)
 		return EINVAL;
 	for (int i = 0; i < 16; i++) {
