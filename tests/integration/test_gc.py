@@ -431,6 +431,7 @@ def test_reconcile_holds_the_lock_in_short_batches(stack):
     # well under the run's length: before, the lock was held for nearly
     # all of it. A batch is short, but one fsync or checkpoint on a
     # loaded machine under ASan took 1.1 s (of a 2.8 s run): the bound
-    # is half the run, and 2 s at most
-    assert max(waits) < min(2.0, took / 2), \
+    # is half the run, and 3 s at most (2.2 s seen with both builds' passes
+    # and other work on two cores)
+    assert max(waits) < min(3.0, took / 2), \
         "a writer waited %.2f s (gc ran %.2f s)" % (max(waits), took)
