@@ -25,6 +25,7 @@
 
 #include "common/conf/conf.h"
 #include "common/conf/keys.h"
+#include "common/pypi/policy.h"
 #include "fcgi/cmd/cmd.h"
 #include "fcgi/cmd/hosted_cmd.h"
 #include "fcgi/cmd/token_cmd.h"
@@ -326,6 +327,8 @@ int main(int argc, char **argv)
 	struct conf c;
 	int rc;
 
+	/* a [policy]'s rules are checked as the config is read */
+	policy_conf_hook();
 	if (argc >= 2 && (strcmp(argv[1], "--version") == 0 ||
 			  strcmp(argv[1], "-V") == 0)) {
 		printf("larder %s\n", PACKAGE_VERSION);

@@ -8,6 +8,7 @@
  *     [larder]            global keys
  *     [index "NAME"]      one package index (NAME may contain '/')
  *     [registry "NAME"]   one OCI registry, served under /v2/NAME/
+ *     [policy "NAME"]     rules on what may come in (docs/policy.md)
  * '#' and ';' start comments; values may be quoted with "".
  */
 #ifndef LARDER_CONF_H
@@ -20,6 +21,7 @@
 #define CONF_MAX_INDEXES 32
 #define CONF_MAX_LAYERS 8
 #define CONF_MAX_REGISTRIES 16
+#define CONF_MAX_POLICIES 16
 
 enum conf_sendfile {
 	CONF_SENDFILE_ACCEL,     /* "x-accel-redirect" (nginx) */
@@ -87,6 +89,8 @@ struct conf_index {
 	int offline;                    /* 0/1 */
 	long stale_while_revalidate;    /* seconds */
 	int synthesize_metadata;        /* enum conf_synth */
+	char *policies;                 /* cache: [policy] names, space-
+	                                   separated, "" none */
 };
 
 enum conf_library {
@@ -120,6 +124,18 @@ struct conf_registry {
 	char *layers;           /* virtual: registry names, space-separated */
 	size_t layer[CONF_MAX_LAYERS]; /* virtual: resolved positions */
 	size_t nlayers;
+};
+
+/* A [policy "NAME"] section: the rules as written, for
+ * common/pypi/policy.c to compile (docs/policy.md). */
+struct conf_policy_def {
+	char *name;
+	char *allow;           /* rules, ',' between them; "" none */
+	char *deny;            /* likewise */
+	int allow_first;       /* allow = was written before deny = */
+	int default_deny;      /* 0/1: what no rule decides is denied */
+	int deny_vulnerable;   /* 0/1: a version with a known OSV advisory
+	                          is denied before any other rule */
 };
 
 struct conf {
@@ -157,6 +173,8 @@ struct conf {
 	size_t nindex;
 	struct conf_registry registry[CONF_MAX_REGISTRIES];
 	size_t nregistry;
+	struct conf_policy_def policy[CONF_MAX_POLICIES];
+	size_t npolicy;
 	char *source;           /* the file it came from, or NULL for defaults */
 };
 
@@ -211,6 +229,10 @@ int conf_index_find(const struct conf *c, const char *name);
 /* Returns the position of the registry called name (n bytes of it), or
  * -1. */
 int conf_registry_find(const struct conf *c, const char *name, size_t n);
+
+/* Returns the position of the [policy] called name (n bytes of it), or
+ * -1. */
+int conf_policy_find(const struct conf *c, const char *name, size_t n);
 
 /* Returns the position of the registry with default = yes, or -1. */
 int conf_registry_default(const struct conf *c);
