@@ -366,6 +366,30 @@ static int denied(const struct policy *pols, size_t n,
 	return 0;
 }
 
+int policy_reason_current(const char *reason, const char *policies)
+{
+	static const char lead[] = "denied by policy \"";
+	const char *name, *end, *s = policies;
+	size_t n;
+
+	if (!reason || !policies || strncmp(reason, lead, sizeof(lead) - 1))
+		return 0;
+	name = reason + sizeof(lead) - 1;
+	end = strchr(name, '"');
+	if (!end)
+		return 0;
+	n = (size_t)(end - name);
+	while (*s) {
+		size_t len = strcspn(s, " ");
+
+		if (len == n && !memcmp(s, name, n))
+			return 1;
+		s += len;
+		s += *s == ' ';
+	}
+	return 0;
+}
+
 void policy_reasons_free(char **reasons, size_t n)
 {
 	for (size_t i = 0; reasons && i < n; i++)

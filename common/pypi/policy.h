@@ -130,6 +130,12 @@ int policy_split(const struct policy *pols, size_t n, const char *project,
                  struct simple_page *page, struct simple_page *held,
                  char ***reasons);
 
+/* Whether reason (as policy_decide() writes a denial) names a policy of
+ * policies (space-separated names, as an index's policies key holds
+ * them): a denial recorded when a page was rendered stands only while
+ * its policy is still the index's. Returns 1 or 0. */
+int policy_reason_current(const char *reason, const char *policies);
+
 /* Frees reasons as policy_split() made it, of n strings. */
 void policy_reasons_free(char **reasons, size_t n);
 

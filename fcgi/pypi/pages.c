@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/pypi/cooldown.h"
 #include "common/pypi/html.h"
+#include "common/pypi/policy.h"
 #include "common/pypi/simple.h"
 #include "fcgi/pypi/hosted.h"
 #include "fcgi/pypi/metadata.h"
@@ -136,6 +137,35 @@ static void hint_likely(struct worker *w, const struct conf_index *ix,
 	snprintf(h->filename, sizeof(h->filename), "%s", f->filename);
 }
 
+/* Moves the files of page that ix's policies deny into denied, with
+ * their reasons (policy_split()); the advisories are read only when a
+ * policy looks at them. Counts the denials. Returns 0, ENOMEM or EIO. */
+static int policy_apply(struct worker *w, const struct conf_index *ix,
+			const char *project, struct simple_page *page,
+			struct simple_page *denied, char ***reasons)
+{
+	struct policy_vuln *vulns = NULL;
+	struct policy *pols = NULL;
+	size_t npols = 0, nvulns = 0;
+	int rc;
+
+	memset(denied, 0, sizeof(*denied));
+	*reasons = NULL;
+	if (!*project || !ix->policies || !*ix->policies)
+		return 0;
+	rc = policy_of(w->conf, ix, &pols, &npols);
+	if (!rc && policy_wants_vulns(pols, npols))
+		rc = db_osv_get(w->db, project, &vulns, &nvulns);
+	if (!rc)
+		rc = policy_split(pols, npols, project, vulns, nvulns, page,
+				  denied, reasons);
+	if (!rc && denied->nfiles)
+		stats_add(STATS_POLICY_DENIED, (long long)denied->nfiles);
+	free(vulns);
+	free(pols);
+	return rc;
+}
+
 /* Parses and renders an upstream 200, stores both renderings and the file
  * list, and writes the page row; the renderings it replaces (old, when
  * have) become garbage. */
@@ -146,8 +176,9 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 {
 	struct simple_opts o = {.base_url = f->url,
 				.trusted = ix->trusted_hosts};
-	struct simple_page page, held;
+	struct simple_page page, held, denied;
 	struct cooldown cd;
+	char **reasons = NULL;
 	long long mature = -1;
 	struct buf json, html;
 	long long js = 0, hs = 0; /* their bytes in the store, .gz too */
@@ -172,6 +203,7 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		rc = EPROTO;
 	}
 	memset(&held, 0, sizeof(held));
+	memset(&denied, 0, sizeof(denied));
 	/* an upstream's "200 OK" error page is HTML too, and reads as a page
 	 * listing nothing: one with no link, no "Links for" title and no
 	 * PEP 792 status is not taken to replace a project's page */
@@ -191,8 +223,18 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	if (page.dropped)
 		log_warn(0, f->url, "left out %zu entries (unsafe, untrusted "
 			 "host or no sha256)", page.dropped);
-	/* the cooldown runs here, once per upstream page, so a warm page
-	 * costs nothing more */
+	/* the policies and the cooldown run here, once per upstream page, so
+	 * a warm page costs nothing more */
+	rc = policy_apply(w, ix, project, &page, &denied, &reasons);
+	if (rc) {
+		snprintf(err, errlen, "%s: the policies: %s", f->url,
+			 strerror(rc));
+		goto free_page;
+	}
+	if (denied.nfiles)
+		log_info("%s: denied %zu of %zu files by policy (%s)", f->url,
+			 denied.nfiles, denied.nfiles + page.nfiles,
+			 ix->policies);
 	cooldown_of(w->conf, ix, &cd);
 	rc = cooldown_split(&cd, project, &page, now, &held, &mature);
 	if (rc) {
@@ -235,7 +277,7 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		 f->last_modified);
 	p->fetched_at = now;
 	p->ttl = page_ttl(w, f);
-	p->held = (long)held.nfiles;
+	p->held = (long)(held.nfiles + denied.nfiles);
 	/* a held file matures though the upstream page stays the same: the
 	 * page goes stale then, and refresh() fetches it whole */
 	if (mature >= 0 && mature - now < p->ttl)
@@ -253,9 +295,12 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		rc = db_blob_add(w->db, p->html_sha, hs);
 	/* the held files too: a request for one is refused with the
 	 * reason (pypi_file), not told that no page lists it */
-	for (size_t i = 0; !rc && i < page.nfiles + held.nfiles; i++) {
+	for (size_t i = 0; !rc && i < page.nfiles + held.nfiles +
+				       denied.nfiles; i++) {
+		size_t d = i - page.nfiles - held.nfiles;
 		const struct simple_file *sf = i < page.nfiles ?
-			&page.files[i] : &held.files[i - page.nfiles];
+			&page.files[i] : i < page.nfiles + held.nfiles ?
+			&held.files[i - page.nfiles] : &denied.files[d];
 		struct db_file row = {.size = sf->size,
 				      .has_meta = sf->core_metadata &&
 						  !sf->made_metadata,
@@ -265,6 +310,9 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		    isotime_parse(sf->upload_time, strlen(sf->upload_time),
 				  &row.upload_time))
 			row.upload_time = -1;
+		if (i >= page.nfiles + held.nfiles)
+			snprintf(row.denied, sizeof(row.denied), "%s",
+				 reasons[d]);
 		snprintf(row.url, sizeof(row.url), "%s", sf->url);
 		snprintf(row.meta_sha, sizeof(row.meta_sha), "%s",
 			 sf->meta_sha256);
@@ -298,6 +346,8 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 free_page:
 	simple_page_free(&page);
 	simple_page_free(&held);
+	policy_reasons_free(reasons, denied.nfiles);
+	simple_page_free(&denied);
 out:
 	buf_free(&json);
 	buf_free(&html);
@@ -341,8 +391,11 @@ static int refresh(struct worker *w, const struct conf_index *ix,
 	/* under a cooldown the rendering depends on the time (a held file
 	 * matures) and on the settings, not only on the upstream page: a 304
 	 * would keep the old one, so the page is fetched whole */
+	/* and so under a policy: the rules or the advisories may have
+	 * changed */
 	cooldown_of(c, ix, &cd);
-	cond = have && p->status == 200 && !cooldown_active(&cd);
+	cond = have && p->status == 200 && !cooldown_active(&cd) &&
+	       !(ix->policies && *ix->policies);
 	rc = fetch_page(&o, url, upstream_accept, cond ? p->etag : NULL,
 			cond ? p->last_modified : NULL, &f, err, errlen);
 	health_note(w->db, url, rc, c->error_ttl, err);

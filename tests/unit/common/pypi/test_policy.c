@@ -7,6 +7,7 @@
 #include "common/conf/keys.h"
 #include "common/dist/pep440.h"
 #include "common/pypi/policy.h"
+#include "common/pypi/policy_osv.h"
 #include "common/pypi/simple.h"
 #include "tests/unit/t.h"
 
@@ -236,6 +237,11 @@ T(split)
 	CHECK(why == NULL);
 	simple_page_free(&pg);
 	free(p);
+	CHECK_INT(policy_reason_current("denied by policy \"strict\": deny = "
+	                                "foo <2", "base strict"), 1);
+	CHECK_INT(policy_reason_current("denied by policy \"strict\": deny = "
+	                                "foo <2", "base stricter"), 0);
+	CHECK_INT(policy_reason_current("", "strict"), 0);
 }
 
 T(conf)
@@ -287,8 +293,89 @@ T(conf)
 	conf_free(&c);
 }
 
+struct got {
+	int calls;
+	char ids[128];
+	struct policy_vuln r[8];
+	char project[8][NAMES_MAX_PROJECT + 1];
+	size_t n;
+};
+
+static int got_one(const struct policy_osv *adv, void *ctx)
+{
+	struct got *g = ctx;
+
+	g->calls++;
+	strcat(g->ids, adv->id);
+	strcat(g->ids, " ");
+	for (size_t i = 0; i < adv->n && g->n < 8; i++, g->n++) {
+		g->r[g->n] = adv->range[i];
+		memcpy(g->project[g->n], adv->project[i],
+		       sizeof(g->project[0]));
+	}
+	return 0;
+}
+
+T(osv)
+{
+	static const char one[] =
+	    "{\"schema_version\": \"1.6.0\", \"id\": \"GHSA-aaaa\","
+	    " \"aliases\": [\"CVE-1\"], \"affected\": ["
+	    "  {\"package\": {\"ecosystem\": \"PyPI\", \"name\": \"Foo_Bar\"},"
+	    "   \"ranges\": [{\"type\": \"ECOSYSTEM\", \"events\": ["
+	    "     {\"introduced\": \"0\"}, {\"fixed\": \"1.4\"},"
+	    "     {\"introduced\": \"2.0\"}, {\"last_affected\": \"2.1\"}]},"
+	    "    {\"type\": \"GIT\", \"repo\": \"x\", \"events\": ["
+	    "     {\"introduced\": \"abc\"}]}],"
+	    "   \"versions\": [\"1.0\"]},"
+	    "  {\"package\": {\"ecosystem\": \"npm\", \"name\": \"left\"},"
+	    "   \"versions\": [\"1.0\"]}]}";
+	static const char two[] =
+	    "[{\"id\": \"A\", \"withdrawn\": \"2024-01-01T00:00:00Z\","
+	    "  \"affected\": [{\"package\": {\"ecosystem\": \"PyPI\","
+	    "  \"name\": \"x\"}, \"versions\": [\"1\"]}]}, {\"id\": \"B\"}]";
+	struct got g;
+	char err[256];
+
+	memset(&g, 0, sizeof(g));
+	CHECK_INT(policy_osv_parse(one, strlen(one), got_one, &g, err,
+	                           sizeof(err)), 0);
+	CHECK_INT(g.calls, 1);
+	CHECK_INT(g.n, 3);
+	CHECK_STR(g.project[0], "foo-bar");
+	CHECK_STR(g.r[0].id, "GHSA-aaaa");
+	CHECK_STR(g.r[0].introduced, "0");
+	CHECK_STR(g.r[0].fixed, "1.4");
+	CHECK_STR(g.r[1].introduced, "2.0");
+	CHECK_STR(g.r[1].last_affected, "2.1");
+	CHECK_STR(g.r[2].introduced, "1.0");
+	CHECK_STR(g.r[2].last_affected, "1.0");
+	CHECK_INT(policy_vuln_affects(&g.r[0], "1.3.9"), 1);
+	CHECK_INT(policy_vuln_affects(&g.r[0], "1.4"), 0);
+	CHECK_INT(policy_vuln_affects(&g.r[1], "2.1"), 1);
+	CHECK_INT(policy_vuln_affects(&g.r[1], "2.2"), 0);
+
+	/* an array; a withdrawn advisory keeps no range */
+	memset(&g, 0, sizeof(g));
+	CHECK_INT(policy_osv_parse(two, strlen(two), got_one, &g, err,
+	                           sizeof(err)), 0);
+	CHECK_INT(g.calls, 2);
+	CHECK_STR(g.ids, "A B ");
+	CHECK_INT(g.n, 0);
+
+	CHECK_INT(policy_osv_parse("{}", 2, got_one, &g, err, sizeof(err)),
+	          EINVAL);
+	CHECK_STR(err, "an advisory without an id");
+	CHECK_INT(policy_osv_parse("{\"id\": ", 7, got_one, &g, err,
+	                           sizeof(err)), EINVAL);
+	CHECK_CONTAINS(err, "not an OSV advisory");
+	CHECK_INT(policy_osv_parse("7", 1, got_one, &g, err, sizeof(err)),
+	          EINVAL);
+}
+
 int main(void)
 {
+	RUN(osv);
 	RUN(specifiers);
 	RUN(rules);
 	RUN(decide);
