@@ -314,6 +314,18 @@ static int matches(const struct policy_rule *r, const struct policy_file *f,
 	return 1;
 }
 
+int policy_rule_matches(const struct policy_rule *r,
+                        const struct policy_file *f)
+{
+	struct distname d;
+	int named = distname_parse(f->filename, &d) == 0;
+
+	if (named && distname_version_canon(d.version, d.canon,
+	                                    sizeof(d.canon)))
+		named = 0;
+	return matches(r, f, named ? &d : NULL, named ? d.canon : NULL);
+}
+
 int policy_decide(const struct policy *pol, const struct policy_file *f,
                   struct policy_verdict *v)
 {

@@ -112,6 +112,11 @@ int policy_of(const struct conf *c, const struct conf_index *ix,
 /* Whether any of the n policies has a rule that looks at advisories. */
 int policy_wants_vulns(const struct policy *pols, size_t n);
 
+/* Whether rule r matches f (its kind and version read off its file
+ * name). Returns 1 or 0. */
+int policy_rule_matches(const struct policy_rule *r,
+                        const struct policy_file *f);
+
 /* What pol decides of f, into *v. Returns 1 when it denies, else 0. */
 int policy_decide(const struct policy *pol, const struct policy_file *f,
                   struct policy_verdict *v);

@@ -1,0 +1,337 @@
+/* policy_cmd: the policy commands (policy_cmd.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/dist/distname.h"
+#include "common/names.h"
+#include "common/pypi/policy.h"
+#include "common/pypi/policy_osv.h"
+#include "fcgi/cmd/cmd.h"
+#include "fcgi/cmd/policy_cmd.h"
+#include "fcgi/server/worker.h"
+#include "storage/db/db.h"
+
+/* The largest advisory file read. */
+#define MAX_OSV_FILE (64L << 20)
+
+static int usage(void)
+{
+	fputs("usage: larder policy import-osv [-c FILE] OSV.json...\n"
+	      "       larder policy check [-c FILE] INDEX PROJECT [VERSION]\n",
+	      stderr);
+	return 2;
+}
+
+/* Reads the whole of path into *out (malloc'd, NUL-terminated). Returns
+ * 0 or an errno, with err set. */
+static int slurp(const char *path, char **out, size_t *len, char *err,
+                 size_t errlen)
+{
+	FILE *fp = fopen(path, "rb");
+	char *data = NULL;
+	long n;
+	int rc = 0;
+
+	*out = NULL;
+	if (!fp) {
+		rc = errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(rc));
+		return rc;
+	}
+	if (fseek(fp, 0, SEEK_END) || (n = ftell(fp)) < 0 ||
+	    fseek(fp, 0, SEEK_SET)) {
+		rc = errno ? errno : EIO;
+		snprintf(err, errlen, "%s: %s", path, strerror(rc));
+		goto out;
+	}
+	if (n > MAX_OSV_FILE) {
+		rc = EFBIG;
+		snprintf(err, errlen, "%s: over 64 MB: one advisory a file, "
+		         "as an OSV dump has them", path);
+		goto out;
+	}
+	data = malloc((size_t)n + 1);
+	if (!data) {
+		rc = ENOMEM;
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+	if (fread(data, 1, (size_t)n, fp) != (size_t)n) {
+		rc = EIO;
+		snprintf(err, errlen, "%s: short read", path);
+		free(data);
+		goto out;
+	}
+	data[n] = 0;
+	*out = data;
+	*len = (size_t)n;
+out:
+	fclose(fp);
+	return rc;
+}
+
+struct import {
+	struct db *db;
+	long advisories, ranges;
+};
+
+static int import_one(const struct policy_osv *adv, void *ctx)
+{
+	struct import *im = ctx;
+	const char **projects = NULL;
+	int rc;
+
+	if (adv->n) {
+		projects = malloc(adv->n * sizeof(*projects));
+		if (!projects)
+			return ENOMEM;
+		for (size_t i = 0; i < adv->n; i++)
+			projects[i] = adv->project[i];
+	}
+	rc = db_osv_replace(im->db, adv->id, adv->range,
+	                    (const char *const *)projects, adv->n);
+	/* the pages of its projects are rendered again at their next
+	 * request, by the advisories as they are now */
+	for (size_t i = 0; !rc && i < adv->n; i++)
+		rc = db_policy_expire(im->db, adv->project[i]);
+	free(projects);
+	im->advisories++;
+	im->ranges += (long)adv->n;
+	return rc;
+}
+
+/* larder policy import-osv FILE...: each file in its own transaction. */
+static int import_osv(struct worker *w, int nfiles, char **files)
+{
+	struct import im = {.db = w->db};
+	char err[1024], *data;
+	size_t len;
+	int status = 0, rc;
+
+	for (int i = 0; i < nfiles; i++) {
+		long had = im.advisories, ranges = im.ranges;
+
+		rc = slurp(files[i], &data, &len, err, sizeof(err));
+		if (rc) {
+			fprintf(stderr, "larder policy import-osv: %s\n", err);
+			status = rc == EINVAL ? 1 : 2;
+			continue;
+		}
+		rc = db_begin(w->db);
+		if (!rc)
+			rc = policy_osv_parse(data, len, import_one, &im, err,
+			                      sizeof(err));
+		if (!rc)
+			rc = db_commit(w->db);
+		free(data);
+		if (rc) {
+			db_rollback(w->db);
+			im.advisories = had;
+			im.ranges = ranges;
+			if (rc == EINVAL)
+				fprintf(stderr, "larder policy import-osv: "
+				        "%s: %s (nothing of it loaded)\n",
+				        files[i], err);
+			else
+				fprintf(stderr, "larder policy import-osv: "
+				        "%s: %s\n", files[i], strerror(rc));
+			if (status < (rc == EINVAL ? 1 : 2))
+				status = rc == EINVAL ? 1 : 2;
+		}
+	}
+	printf("loaded %ld advisories (%ld PyPI ranges); %lld held\n",
+	       im.advisories, im.ranges, db_osv_count(w->db));
+	return status;
+}
+
+struct check {
+	const struct conf *conf;
+	const struct conf_index *ix;
+	const struct policy *pols;
+	size_t npols;
+	const char *project;
+	const char *version; /* canonical, "" every one */
+	const struct policy_vuln *vulns;
+	size_t nvulns;
+	int files, denied;
+};
+
+/* Prints what each rule of each policy says of filename, and the page's
+ * decision (denied, as the files row holds it; NULL when none). */
+static void check_file(const char *filename, const char *row, void *ctx)
+{
+	struct check *ck = ctx;
+	struct policy_file f = {.project = ck->project, .filename = filename,
+	                        .vulns = ck->vulns, .nvulns = ck->nvulns};
+	struct policy_verdict v;
+	struct distname d;
+	int any = 0;
+
+	if (*ck->version &&
+	    (distname_parse(filename, &d) ||
+	     distname_version_canon(d.version, d.canon, sizeof(d.canon)) ||
+	     strcmp(d.canon, ck->version)))
+		return;
+	ck->files++;
+	printf("%s\n", filename);
+	for (size_t i = 0; i < ck->npols; i++) {
+		const struct policy *p = &ck->pols[i];
+		int deny = policy_decide(p, &f, &v), done = 0;
+
+		any |= deny;
+		printf("  policy \"%s\": %s\n", p->name,
+		       deny ? "denies" : "allows");
+		if (p->deny_vulnerable) {
+			done = v.rule == -2;
+			printf("    deny_vulnerable = yes: %s\n",
+			       done ? v.reason : "no advisory names it");
+		}
+		for (size_t j = 0; j < p->nrules; j++) {
+			const struct policy_rule *r = &p->rule[j];
+
+			printf("    %s = %s: %s\n", r->allow ? "allow" : "deny",
+			       r->text,
+			       done ? "not reached" :
+			       (int)j == v.rule ?
+			               (r->allow ? "matches: allows" :
+			                           "matches: denies") :
+			               "does not match");
+			done |= (int)j == v.rule;
+		}
+		printf("    default = %s: %s\n",
+		       p->default_deny ? "deny" : "allow",
+		       done ? "not reached" : "decides");
+		if (deny)
+			printf("    %s\n", v.reason);
+	}
+	ck->denied += any;
+	if (row)
+		printf("  when the page was rendered: %s\n",
+		       *row ? row : "allowed");
+	if (!f.license && !any)
+		printf("  (license= rules: larder does not know its license "
+		       "here, so none matched)\n");
+}
+
+static int check(struct worker *w, int idx, const char *project,
+                 const char *version)
+{
+	const struct conf_index *ix = &w->conf->index[idx];
+	struct check ck = {.conf = w->conf, .ix = ix, .project = project,
+	                   .version = ""};
+	struct policy_vuln *vulns = NULL;
+	struct policy *pols = NULL;
+	char canon[DISTNAME_VERSION_MAX], name[512];
+	size_t npols = 0, nvulns = 0;
+	int rc;
+
+	if (version && distname_version_canon(version, canon, sizeof(canon))) {
+		fprintf(stderr, "larder policy check: %s is not a PEP 440 "
+		        "version\n", version);
+		return 2;
+	}
+	if (version)
+		ck.version = canon;
+	rc = policy_of(w->conf, ix, &pols, &npols);
+	if (rc) {
+		fprintf(stderr, "larder policy check: %s: its policies do not "
+		        "compile: %s\n", ix->name, strerror(rc));
+		return 2;
+	}
+	if (!npols) {
+		printf("%s applies no policy: every file of %s is allowed\n",
+		       ix->name, project);
+		free(pols);
+		return 0;
+	}
+	rc = db_osv_get(w->db, project, &vulns, &nvulns);
+	if (rc) {
+		fprintf(stderr, "larder policy check: reading the advisories: "
+		        "%s\n", strerror(rc));
+		free(pols);
+		return 2;
+	}
+	ck.pols = pols;
+	ck.npols = npols;
+	ck.vulns = vulns;
+	ck.nvulns = nvulns;
+	rc = db_policy_files(w->db, ix->name, project, check_file, &ck);
+	if (!rc && !ck.files && version) {
+		/* no page of it fetched yet: its sdist as it would be named */
+		snprintf(name, sizeof(name), "%s-%s.tar.gz", project, canon);
+		check_file(name, NULL, &ck);
+		printf("  (no page of %s in %s yet: decided for its sdist's "
+		       "name)\n", project, ix->name);
+	} else if (!rc && !ck.files) {
+		printf("no file of %s in %s yet: give a VERSION to check one\n",
+		       project, ix->name);
+	}
+	free(vulns);
+	free(pols);
+	if (rc) {
+		fprintf(stderr, "larder policy check: reading the files: %s\n",
+		        strerror(rc));
+		return 2;
+	}
+	return ck.denied ? 1 : 0;
+}
+
+int policy_main(int argc, char **argv)
+{
+	const char *path = NULL, *arg[64];
+	char project[NAMES_MAX_PROJECT + 1];
+	int nargs = 0, rc, idx = -1, is_import;
+	struct worker w;
+	struct conf c;
+
+	if (argc < 2)
+		return usage();
+	is_import = !strcmp(argv[1], "import-osv");
+	if (!is_import && strcmp(argv[1], "check"))
+		return usage();
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "-c") == 0 && i + 1 < argc)
+			path = argv[++i];
+		else if (argv[i][0] != '-' && nargs < 64)
+			arg[nargs++] = argv[i];
+		else
+			return usage();
+	}
+	if (is_import ? nargs < 1 : (nargs < 2 || nargs > 3))
+		return usage();
+	if (!is_import && names_normalize(arg[1], project, sizeof(project))) {
+		fprintf(stderr, "larder policy check: %s is not a project "
+		        "name\n", arg[1]);
+		return 2;
+	}
+	if (cmd_load(&c, path))
+		return 2;
+	if (!is_import) {
+		idx = conf_index_find(&c, arg[0]);
+		if (idx < 0 || c.index[idx].type != CONF_INDEX_CACHE) {
+			fprintf(stderr, "larder policy check: %s is not a cache "
+			        "index (config: %s)\n", arg[0],
+			        c.source ? c.source : "built-in defaults");
+			conf_free(&c);
+			return 2;
+		}
+	}
+	rc = cmd_become_owner("policy", c.data_dir);
+	if (!rc)
+		rc = worker_open(&w, &c, 1) ? 2 : 0;
+	if (rc) {
+		conf_free(&c);
+		return 2;
+	}
+	if (is_import)
+		rc = import_osv(&w, nargs, (char **)arg);
+	else
+		rc = check(&w, idx, project, nargs == 3 ? arg[2] : NULL);
+	worker_close(&w);
+	conf_free(&c);
+	return rc;
+}
