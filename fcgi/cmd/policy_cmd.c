@@ -104,30 +104,66 @@ static int import_one(const struct policy_osv *adv, void *ctx)
 	return rc;
 }
 
+/* The advisory files, read before the command becomes the store's owner
+ * (who may not be able to read them). */
+struct osv_files {
+	int n;
+	const char **name;
+	char **data;   /* NULL: could not be read (said already) */
+	size_t *len;
+	int status;    /* 2 when one could not be read */
+};
+
+static int read_files(struct osv_files *of, int n, const char **names)
+{
+	char err[1024];
+
+	of->n = n;
+	of->name = names;
+	of->data = calloc((size_t)n, sizeof(*of->data));
+	of->len = calloc((size_t)n, sizeof(*of->len));
+	if (!of->data || !of->len) {
+		fputs("larder policy import-osv: out of memory\n", stderr);
+		return ENOMEM;
+	}
+	for (int i = 0; i < n; i++) {
+		if (slurp(names[i], &of->data[i], &of->len[i], err,
+		          sizeof(err))) {
+			fprintf(stderr, "larder policy import-osv: %s\n", err);
+			of->status = 2;
+		}
+	}
+	return 0;
+}
+
+static void free_files(struct osv_files *of)
+{
+	for (int i = 0; of->data && i < of->n; i++)
+		free(of->data[i]);
+	free(of->data);
+	free(of->len);
+}
+
 /* larder policy import-osv FILE...: each file in its own transaction. */
-static int import_osv(struct worker *w, int nfiles, char **files)
+static int import_osv(struct worker *w, const struct osv_files *of)
 {
 	struct import im = {.db = w->db};
-	char err[1024], *data;
-	size_t len;
-	int status = 0, rc;
+	const char *const *files = of->name;
+	char err[1024];
+	int status = of->status, rc;
 
-	for (int i = 0; i < nfiles; i++) {
+	for (int i = 0; i < of->n; i++) {
 		long had = im.advisories, ranges = im.ranges;
 
-		rc = slurp(files[i], &data, &len, err, sizeof(err));
-		if (rc) {
-			fprintf(stderr, "larder policy import-osv: %s\n", err);
-			status = rc == EINVAL ? 1 : 2;
+		if (!of->data[i])
 			continue;
-		}
 		rc = db_begin(w->db);
 		if (!rc)
-			rc = policy_osv_parse(data, len, import_one, &im, err,
+			rc = policy_osv_parse(of->data[i], of->len[i],
+			                      import_one, &im, err,
 			                      sizeof(err));
 		if (!rc)
 			rc = db_commit(w->db);
-		free(data);
 		if (rc) {
 			db_rollback(w->db);
 			im.advisories = had;
@@ -280,34 +316,31 @@ static int check(struct worker *w, int idx, const char *project,
 	return ck.denied ? 1 : 0;
 }
 
-int policy_main(int argc, char **argv)
+/* Whether the arguments are a command's; says why not. */
+static int usage_ok(int is_import, int nargs, const char **arg,
+                    char *project)
 {
-	const char *path = NULL, *arg[64];
-	char project[NAMES_MAX_PROJECT + 1];
-	int nargs = 0, rc, idx = -1, is_import;
-	struct worker w;
-	struct conf c;
-
-	if (argc < 2)
-		return usage();
-	is_import = !strcmp(argv[1], "import-osv");
-	if (!is_import && strcmp(argv[1], "check"))
-		return usage();
-	for (int i = 2; i < argc; i++) {
-		if (strcmp(argv[i], "-c") == 0 && i + 1 < argc)
-			path = argv[++i];
-		else if (argv[i][0] != '-' && nargs < 64)
-			arg[nargs++] = argv[i];
-		else
-			return usage();
+	if (is_import ? nargs < 1 : (nargs < 2 || nargs > 3)) {
+		usage();
+		return 0;
 	}
-	if (is_import ? nargs < 1 : (nargs < 2 || nargs > 3))
-		return usage();
-	if (!is_import && names_normalize(arg[1], project, sizeof(project))) {
+	if (!is_import &&
+	    names_normalize(arg[1], project, NAMES_MAX_PROJECT + 1)) {
 		fprintf(stderr, "larder policy check: %s is not a project "
 		        "name\n", arg[1]);
-		return 2;
+		return 0;
 	}
+	return 1;
+}
+
+/* Runs the command, as the store's owner. Returns the exit status. */
+static int run(const char *path, int is_import, int nargs, const char **arg,
+               const char *project, const struct osv_files *of)
+{
+	struct worker w;
+	struct conf c;
+	int rc, idx = -1;
+
 	if (cmd_load(&c, path))
 		return 2;
 	if (!is_import) {
@@ -328,10 +361,45 @@ int policy_main(int argc, char **argv)
 		return 2;
 	}
 	if (is_import)
-		rc = import_osv(&w, nargs, (char **)arg);
+		rc = import_osv(&w, of);
 	else
 		rc = check(&w, idx, project, nargs == 3 ? arg[2] : NULL);
 	worker_close(&w);
 	conf_free(&c);
+	return rc;
+}
+
+int policy_main(int argc, char **argv)
+{
+	const char *path = NULL, **arg;
+	struct osv_files of = {0};
+	char project[NAMES_MAX_PROJECT + 1] = "";
+	int nargs = 0, bad = 0, rc, is_import;
+
+	if (argc < 2)
+		return usage();
+	is_import = !strcmp(argv[1], "import-osv");
+	if (!is_import && strcmp(argv[1], "check"))
+		return usage();
+	arg = calloc((size_t)argc, sizeof(*arg));
+	if (!arg)
+		return 2;
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "-c") == 0 && i + 1 < argc)
+			path = argv[++i];
+		else if (argv[i][0] != '-')
+			arg[nargs++] = argv[i];
+		else
+			bad = 1;
+	}
+	rc = !bad && usage_ok(is_import, nargs, arg, project) ? 0 : 2;
+	if (bad)
+		usage();
+	if (!rc && is_import)
+		rc = read_files(&of, nargs, arg) ? 2 : 0;
+	if (!rc)
+		rc = run(path, is_import, nargs, arg, project, &of);
+	free_files(&of);
+	free(arg);
 	return rc;
 }

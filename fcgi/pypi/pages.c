@@ -391,11 +391,12 @@ static int refresh(struct worker *w, const struct conf_index *ix,
 	/* under a cooldown the rendering depends on the time (a held file
 	 * matures) and on the settings, not only on the upstream page: a 304
 	 * would keep the old one, so the page is fetched whole */
-	/* and so under a policy: the rules or the advisories may have
-	 * changed */
+	/* and so under a policy (the rules or the advisories may have
+	 * changed), or when the rendering held back files (a cooldown or a
+	 * policy since taken off) */
 	cooldown_of(c, ix, &cd);
 	cond = have && p->status == 200 && !cooldown_active(&cd) &&
-	       !(ix->policies && *ix->policies);
+	       !(ix->policies && *ix->policies) && p->held == 0;
 	rc = fetch_page(&o, url, upstream_accept, cond ? p->etag : NULL,
 			cond ? p->last_modified : NULL, &f, err, errlen);
 	health_note(w->db, url, rc, c->error_ttl, err);
