@@ -196,6 +196,16 @@ struct check {
 	int files, denied;
 };
 
+/* Whether a rule of pols looks at the license. */
+static int has_license_rule(const struct policy *pols, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < pols[i].nrules; j++)
+			if (pols[i].rule[j].license[0])
+				return 1;
+	return 0;
+}
+
 /* Prints what each rule of each policy says of filename, and the page's
  * decision (denied, as the files row holds it; NULL when none). */
 static void check_file(const char *filename, const char *row, void *ctx)
@@ -248,7 +258,7 @@ static void check_file(const char *filename, const char *row, void *ctx)
 	if (row)
 		printf("  when the page was rendered: %s\n",
 		       *row ? row : "allowed");
-	if (!f.license && !any)
+	if (has_license_rule(ck->pols, ck->npols))
 		printf("  (license= rules: larder does not know its license "
 		       "here, so none matched)\n");
 }
