@@ -10,6 +10,8 @@
  *   larder gc [-c F] [--dry-run] [--max-size SIZE]  keep it in its budget
  *   larder warm ...              fill a running larder's cache
  *   larder token add|list|revoke [-c F] ...  upload and read tokens
+ *   larder policy import-osv|check ...        OSV advisories, a policy's
+ *                                             word on a project
  *   larder yank|unyank|remove INDEX PROJECT VERSION ...   a hosted
  *                                index's releases
  *   larder --version
@@ -25,8 +27,10 @@
 
 #include "common/conf/conf.h"
 #include "common/conf/keys.h"
+#include "common/pypi/policy.h"
 #include "fcgi/cmd/cmd.h"
 #include "fcgi/cmd/hosted_cmd.h"
+#include "fcgi/cmd/policy_cmd.h"
 #include "fcgi/cmd/token_cmd.h"
 #include "fcgi/cmd/warm.h"
 #include "fcgi/cmd/webhook_cmd.h"
@@ -63,6 +67,8 @@ static void usage(FILE *f)
 	      "90d|never] [--note TEXT]\n"
 	      "       larder token list [-c FILE]\n"
 	      "       larder token revoke [-c FILE] ID\n"
+	      "       larder policy import-osv [-c FILE] OSV.json...\n"
+	      "       larder policy check [-c FILE] INDEX PROJECT [VERSION]\n"
 	      "       larder yank [-c FILE] INDEX PROJECT VERSION "
 	      "[--reason TEXT]\n"
 	      "       larder unyank [-c FILE] INDEX PROJECT VERSION\n"
@@ -330,6 +336,8 @@ int main(int argc, char **argv)
 	struct conf c;
 	int rc;
 
+	/* a [policy]'s rules are checked as the config is read */
+	policy_conf_hook();
 	if (argc >= 2 && (strcmp(argv[1], "--version") == 0 ||
 			  strcmp(argv[1], "-V") == 0)) {
 		printf("larder %s\n", PACKAGE_VERSION);
@@ -354,6 +362,8 @@ int main(int argc, char **argv)
 		return warm_main(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "token") == 0)
 		return token_main(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "policy") == 0)
+		return policy_main(argc - 1, argv + 1);
 	if (argc >= 2 && (strcmp(argv[1], "yank") == 0 ||
 			  strcmp(argv[1], "unyank") == 0 ||
 			  strcmp(argv[1], "remove") == 0))

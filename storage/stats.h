@@ -56,6 +56,8 @@ enum stats_counter {
 	STATS_PREFETCH_PAGES,   /* dependency pages a prefetch fetched */
 	STATS_PREFETCH_SKIPPED, /* ones it did not: fresh, or no slot free */
 	STATS_PREFETCH_USED,    /* prefetched pages a client then asked for */
+	STATS_POLICY_DENIED,    /* files a [policy] left out of a page */
+	STATS_POLICY_REFUSED,   /* requests for such a file, refused (403) */
 	STATS_NCOUNTERS
 };
 

@@ -361,3 +361,37 @@ int conf_check_webhooks(struct conf_parser *p)
 	}
 	return 0;
 }
+
+int conf_check_policies(struct conf_parser *p)
+{
+	const struct conf_key *k = conf_find_key("index", "policies");
+	const struct conf_key *ka = conf_find_key("policy", "allow");
+	const struct conf_key *kd = conf_find_key("policy", "deny");
+
+	for (size_t i = 0; i < p->c->npolicy; i++) {
+		unsigned la = p->policy_line[i][ka - conf_keys];
+		unsigned ld = p->policy_line[i][kd - conf_keys];
+
+		/* the first rule that matches decides: the key written first
+		 * is read first */
+		p->c->policy[i].allow_first = la && (!ld || la < ld);
+	}
+	for (size_t i = 0; i < p->c->nindex; i++) {
+		const char *s = p->c->index[i].policies;
+		unsigned line = p->index_line[i][k - conf_keys];
+
+		while (s && *s) {
+			size_t n = strcspn(s, " ");
+
+			if (conf_policy_find(p->c, s, n) < 0)
+				return conf_fail(p, line ? line :
+				                 p->section_line[i],
+				                 "[index \"%s\"]: policies: no "
+				                 "[policy \"%.*s\"] in this file",
+				                 p->c->index[i].name, (int)n, s);
+			s += n;
+			s += *s == ' ';
+		}
+	}
+	return 0;
+}

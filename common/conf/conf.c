@@ -168,9 +168,19 @@ static void free_webhook(struct conf_webhook *h)
 	h->name = NULL;
 }
 
+static void free_policy(struct conf_policy_def *d)
+{
+	free_strings(d, "policy");
+	free(d->name);
+	d->name = NULL;
+}
+
 void conf_free(struct conf *c)
 {
 	free_strings(c, "larder");
+	for (size_t i = 0; i < c->npolicy; i++)
+		free_policy(&c->policy[i]);
+	c->npolicy = 0;
 	for (size_t i = 0; i < c->nindex; i++)
 		free_index(&c->index[i]);
 	c->nindex = 0;
@@ -237,9 +247,18 @@ static int copy_conf(struct conf *dst, const struct conf *src)
 		forget_strings(&dst->webhook[j], "webhook");
 		dst->webhook[j].name = NULL;
 	}
+	for (size_t j = 0; j < src->npolicy; j++) {
+		forget_strings(&dst->policy[j], "policy");
+		dst->policy[j].name = NULL;
+	}
 	dst->source = NULL;
 
 	err = copy_strings(dst, src, "larder");
+	for (size_t j = 0; j < src->npolicy && !err; j++) {
+		err = copy_strings(&dst->policy[j], &src->policy[j], "policy");
+		if (!err)
+			err = dup_str(&dst->policy[j].name, src->policy[j].name);
+	}
 	for (size_t j = 0; j < src->nindex && !err; j++) {
 		err = copy_strings(&dst->index[j], &src->index[j], "index");
 		if (!err)
@@ -264,6 +283,15 @@ static int copy_conf(struct conf *dst, const struct conf *src)
 	if (err)
 		conf_free(dst);
 	return err;
+}
+
+int conf_policy_find(const struct conf *c, const char *name, size_t n)
+{
+	for (size_t i = 0; i < c->npolicy; i++)
+		if (strlen(c->policy[i].name) == n &&
+		    !memcmp(c->policy[i].name, name, n))
+			return (int)i;
+	return -1;
 }
 
 int conf_index_find(const struct conf *c, const char *name)
@@ -451,7 +479,49 @@ static int start_webhook(struct conf_parser *p, const char *name)
 	return set_defaults(&c->webhook[p->wx], "webhook");
 }
 
-#define SECTIONS "[larder], [index \"NAME\"] or [registry \"NAME\"]"
+/* A [policy "NAME"]: its rules start empty; allow and deny are kept as
+ * written (common/pypi/policy.c compiles them). */
+static int start_policy(struct conf_parser *p, const char *name)
+{
+	char ref[PATH_MAX + 32];
+	struct conf *c = p->c;
+	char name_shown[MAX_SHOWN + 16];
+	int j;
+
+	shown(name, 1, name_shown, sizeof(name_shown));
+	snprintf(p->where, sizeof(p->where), "[policy \"%s\"]: ", name_shown);
+	if (!*name || strlen(name) > 64 ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyz"
+	                 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
+	        strlen(name))
+		return conf_fail(p, p->line,
+		                 "%sbad policy name: 1 to 64 letters, digits, "
+		                 "- _ or .", p->where);
+	j = conf_policy_find(c, name, strlen(name));
+	if (j >= 0)
+		return conf_fail(
+		    p, p->line,
+		    "duplicate section [policy \"%s\"] (first at %s)", name,
+		    conf_line_ref(p, p->line, p->policy_section_line[j], ref,
+		                  sizeof(ref)));
+	if (c->npolicy >= CONF_MAX_POLICIES)
+		return conf_fail(p, p->line, "%stoo many policies (at most %d)",
+		                 p->where, CONF_MAX_POLICIES);
+	p->px = c->npolicy;
+	memset(&c->policy[p->px], 0, sizeof(c->policy[p->px]));
+	memset(p->policy_line[p->px], 0, sizeof(p->policy_line[p->px]));
+	p->policy_section_line[p->px] = p->line;
+	c->policy[p->px].name = strdup(name);
+	if (!c->policy[p->px].name)
+		return ENOMEM;
+	c->npolicy++;
+	p->in = IN_POLICY;
+	return set_defaults(&c->policy[p->px], "policy");
+}
+
+#define SECTIONS                                                           \
+	"[larder], [index \"NAME\"], [registry \"NAME\"], "                \
+	"[webhook \"NAME\"] or [policy \"NAME\"]"
 
 /* The "NAME"] after a section's word, with an optional trailing comment:
  * returns the name (the closing quote made a NUL), or NULL. */
@@ -509,6 +579,12 @@ static int parse_section(struct conf_parser *p, char *s)
 		if (!name)
 			goto syntax;
 		return start_webhook(p, name);
+	}
+	if (word == 6 && !strncmp(q, "policy", 6)) {
+		name = quoted_name(q + 6);
+		if (!name)
+			goto syntax;
+		return start_policy(p, name);
 	}
 	if (word && (conf_is_ws(q[word]) || q[word] == ']' || q[word] == '"'))
 		return conf_fail(p, p->line,
@@ -595,6 +671,7 @@ static const struct {
     {"index", "[index \"NAME\"]"},
     {"registry", "[registry \"NAME\"]"},
     {"webhook", "[webhook \"NAME\"]"},
+    {"policy", "[policy \"NAME\"]"},
 };
 
 static int unknown_key(struct conf_parser *p, const char *section,
@@ -613,6 +690,9 @@ static int unknown_key(struct conf_parser *p, const char *section,
 	else if (p->in == IN_WEBHOOK)
 		snprintf(sect, sizeof(sect), "[webhook \"%s\"]",
 		         p->c->webhook[p->wx].name);
+	else if (p->in == IN_POLICY)
+		snprintf(sect, sizeof(sect), "[policy \"%s\"]",
+		         p->c->policy[p->px].name);
 	else
 		snprintf(sect, sizeof(sect), "[registry \"%s\"]",
 		         p->c->registry[p->rx].name);
@@ -737,6 +817,7 @@ static int parse_assignment(struct conf_parser *p, char *s)
 	section = p->in == IN_LARDER    ? "larder"
 	          : p->in == IN_INDEX   ? "index"
 	          : p->in == IN_WEBHOOK ? "webhook"
+	          : p->in == IN_POLICY  ? "policy"
 	                                : "registry";
 	k = conf_find_key(section, key);
 	if (!k)
@@ -754,6 +835,9 @@ static int parse_assignment(struct conf_parser *p, char *s)
 	} else if (p->in == IN_WEBHOOK) {
 		base = &p->c->webhook[p->wx];
 		line = &p->webhook_line[p->wx][k - conf_keys];
+	} else if (p->in == IN_POLICY) {
+		base = &p->c->policy[p->px];
+		line = &p->policy_line[p->px][k - conf_keys];
 	} else {
 		base = &p->c->registry[p->rx];
 		line = &p->registry_line[p->rx][k - conf_keys];
@@ -842,6 +926,8 @@ static int parse_into(struct conf *c, const char *name, const char *text,
 		rc = conf_check_registries(p);
 	if (!rc)
 		rc = conf_check_webhooks(p);
+	if (!rc)
+		rc = conf_check_policies(p);
 out:
 	if (rc == ENOMEM)
 		log_reason(err, errlen, "%s: out of memory", name ? name : "-");

@@ -9,6 +9,7 @@
  *     [index "NAME"]      one package index (NAME may contain '/')
  *     [registry "NAME"]   one OCI registry, served under /v2/NAME/
  *     [webhook "NAME"]    a receiver of signed events (docs/webhooks.md)
+ *     [policy "NAME"]     rules on what may come in (docs/policy.md)
  * '#' and ';' start comments; values may be quoted with "".
  */
 #ifndef LARDER_CONF_H
@@ -22,6 +23,7 @@
 #define CONF_MAX_LAYERS 8
 #define CONF_MAX_REGISTRIES 16
 #define CONF_MAX_WEBHOOKS 16
+#define CONF_MAX_POLICIES 16
 
 enum conf_sendfile {
 	CONF_SENDFILE_ACCEL,     /* "x-accel-redirect" (nginx) */
@@ -89,6 +91,8 @@ struct conf_index {
 	int offline;                    /* 0/1 */
 	long stale_while_revalidate;    /* seconds */
 	int synthesize_metadata;        /* enum conf_synth */
+	char *policies;                 /* cache: [policy] names, space-
+	                                   separated, "" none */
 };
 
 enum conf_library {
@@ -139,6 +143,18 @@ struct conf_webhook {
 	                           given up */
 };
 
+/* A [policy "NAME"] section: the rules as written, for
+ * common/pypi/policy.c to compile (docs/policy.md). */
+struct conf_policy_def {
+	char *name;
+	char *allow;           /* rules, ',' between them; "" none */
+	char *deny;            /* likewise */
+	int allow_first;       /* allow = was written before deny = */
+	int default_deny;      /* 0/1: what no rule decides is denied */
+	int deny_vulnerable;   /* 0/1: a version with a known OSV advisory
+	                          is denied before any other rule */
+};
+
 struct conf {
 	char *data_dir;
 	enum conf_sendfile sendfile;
@@ -176,6 +192,8 @@ struct conf {
 	size_t nregistry;
 	struct conf_webhook webhook[CONF_MAX_WEBHOOKS];
 	size_t nwebhook;
+	struct conf_policy_def policy[CONF_MAX_POLICIES];
+	size_t npolicy;
 	char *source;           /* the file it came from, or NULL for defaults */
 };
 
@@ -237,6 +255,10 @@ int conf_webhook_find(const struct conf *c, const char *name);
 /* Returns 1 when word is one of the space-separated words of list, else
  * 0. */
 int conf_list_has(const char *list, const char *word);
+
+/* Returns the position of the [policy] called name (n bytes of it), or
+ * -1. */
+int conf_policy_find(const struct conf *c, const char *name, size_t n);
 
 /* Returns the position of the registry with default = yes, or -1. */
 int conf_registry_default(const struct conf *c);

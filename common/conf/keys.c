@@ -94,6 +94,7 @@ static const char *const policy_values[] = {"private-first", "fallback",
 static const char *const registry_type_values[] = {"cache", "hosted",
                                                    "virtual", NULL};
 static const char *const read_values[] = {"anonymous", "token", NULL};
+static const char *const default_values[] = {"allow", "deny", NULL};
 static const char *const library_values[] = {"auto", "yes", "no", NULL};
 static const char *const synth_values[] = {"ranges", "verified", "no", NULL};
 
@@ -105,11 +106,14 @@ static const char *check_hosts(void *field);
 static const char *check_globs(void *field);
 static const char *check_hook_url(void *field);
 static const char *check_events(void *field);
+static const char *check_rules(void *field);
+static const char *check_policy_names(void *field);
 
 #define LARDER(n) "larder", #n, offsetof(struct conf, n)
 #define INDEX(n)  "index", #n, offsetof(struct conf_index, n)
 #define REGISTRY(n) "registry", #n, offsetof(struct conf_registry, n)
 #define WEBHOOK(n) "webhook", #n, offsetof(struct conf_webhook, n)
+#define POLICY(n) "policy", #n, offsetof(struct conf_policy_def, n)
 
 /* The one table of keys. */
 const struct conf_key conf_keys[] = {
@@ -372,6 +376,13 @@ const struct conf_key conf_keys[] = {
      .help = "This cache index's synthesize_metadata; unset, the [larder] "
              "one.",
      .types = CONF_FOR(CONF_INDEX_CACHE)},
+    {INDEX(policies), T_LIST, "", .check = check_policy_names,
+     .help = "The [policy] sections whose rules decide which of this "
+             "cache index's files are served, in order: a file one of "
+             "them denies is left out of pages and refused with a 403 "
+             "(docs/policy.md). A virtual index shows what its cache "
+             "layers let through.",
+     .types = CONF_FOR(CONF_INDEX_CACHE)},
     {REGISTRY(upstream), T_URL, NULL,
      .help = "The registry a cache registry caches, e.g. "
              "https://registry-1.docker.io (Docker Hub), https://ghcr.io "
@@ -486,12 +497,31 @@ const struct conf_key conf_keys[] = {
              "listed as failed on /+status). The events after it, of the "
              "same index or registry, wait for it until then: they "
              "arrive in order."},
+    {POLICY(deny), T_STRING, "", .check = check_rules,
+     .help = "Rules that deny, ',' between them: a project name glob, "
+             "then optionally PEP 440 specifiers and qualifiers (sdist, "
+             "wheel, tag=GLOB, yanked, license=GLOB, vulnerable), e.g. "
+             "requests <2.20, urllib3 ==1.26.5, * sdist. The first rule "
+             "that matches a file decides, in the order allow and deny "
+             "are written (docs/policy.md)."},
+    {POLICY(allow), T_STRING, "", .check = check_rules,
+     .help = "Rules that allow, in the form deny takes."},
+    {"policy", "default", offsetof(struct conf_policy_def, default_deny),
+     T_ENUM, "allow", .values = default_values,
+     .help = "What happens to a file no rule matches: allow, or deny "
+             "(which makes the allow rules a list of all that may "
+             "come in)."},
+    {POLICY(deny_vulnerable), T_BOOL, "no",
+     .help = "Whether a version that an OSV advisory loaded with larder "
+             "policy import-osv names as affected is denied, before any "
+             "rule."},
 };
 
 #undef LARDER
 #undef INDEX
 #undef REGISTRY
 #undef WEBHOOK
+#undef POLICY
 
 _Static_assert(sizeof(conf_keys) / sizeof(conf_keys[0]) == CONF_NKEYS,
                "CONF_NKEYS in conf_keys.h");
@@ -704,6 +734,25 @@ static const char *check_globs(void *f)
 		return "project name globs (letters, digits, - _ . * ?) "
 		       "separated by spaces";
 	memcpy(list, out, strlen(out) + 1); /* never longer than list */
+	return NULL;
+}
+
+const char *(*conf_policy_rules_check)(const char *rules);
+
+static const char *check_rules(void *f)
+{
+	const char *rules = *(char **)f;
+
+	return conf_policy_rules_check ? conf_policy_rules_check(rules) : NULL;
+}
+
+/* Names of [policy] sections: the same words as an index's name's
+ * segment; whether each is declared is conf_check_policies()'s. */
+static const char *check_policy_names(void *f)
+{
+	for (const char *p = *(char **)f; *p; p++)
+		if (!conf_is_alnum(*p) && !strchr("-_. ", *p))
+			return "names of [policy] sections separated by spaces";
 	return NULL;
 }
 

@@ -45,7 +45,8 @@ struct conf_type_info {
 extern const struct conf_type_info conf_types[CONF_NTYPES];
 
 struct conf_key {
-	const char *section; /* "larder", "index", "registry" or "webhook" */
+	const char *section; /* "larder", "index", "registry", "webhook" or
+	                        "policy" */
 	const char *name;
 	size_t off; /* in struct conf, conf_index or conf_registry */
 	enum conf_type type;
@@ -65,7 +66,7 @@ struct conf_key {
 /* The bit of an index type in conf_key.types. */
 #define CONF_FOR(t) (1u << (t))
 
-#define CONF_NKEYS 66 /* entries in conf_keys; conf/keys.c checks the count */
+#define CONF_NKEYS 71 /* entries in conf_keys; conf/keys.c checks the count */
 
 /* The one table of keys, in the order of the man page and of conf_dump. */
 extern const struct conf_key conf_keys[CONF_NKEYS];
@@ -106,6 +107,13 @@ const struct conf_key *conf_find_key(const char *section, const char *name);
 /* Returns NULL when name is a good index name, else what is wrong. */
 const char *conf_bad_index_name(const char *name);
 
+/* What checks a [policy]'s allow and deny rules: NULL (no check, as in
+ * common/conf's own tests), or a function that returns NULL when rules
+ * are good, else what is wrong. The PyPI room sets it
+ * (policy_conf_hook(), common/pypi/policy.h): common/conf knows no
+ * PEP 440. */
+extern const char *(*conf_policy_rules_check)(const char *rules);
+
 /* Returns NULL when name is a good registry name, else what is wrong. */
 const char *conf_bad_registry_name(const char *name);
 
@@ -132,7 +140,8 @@ struct conf_parser {
 	char *err;
 	size_t errlen;
 	unsigned line;
-	enum conf_in { IN_NONE, IN_LARDER, IN_INDEX, IN_REGISTRY, IN_WEBHOOK } in;
+	enum conf_in { IN_NONE, IN_LARDER, IN_INDEX, IN_REGISTRY, IN_WEBHOOK,
+		       IN_POLICY } in;
 	size_t ix;       /* the current index, IN_INDEX */
 	size_t rx;       /* the current registry, IN_REGISTRY */
 	int declared;    /* an [index] section was seen */
@@ -146,6 +155,9 @@ struct conf_parser {
 	size_t wx;       /* the current webhook, IN_WEBHOOK */
 	unsigned webhook_line[CONF_MAX_WEBHOOKS][CONF_NKEYS];
 	unsigned webhook_section_line[CONF_MAX_WEBHOOKS];
+	size_t px;       /* the current policy, IN_POLICY */
+	unsigned policy_line[CONF_MAX_POLICIES][CONF_NKEYS];
+	unsigned policy_section_line[CONF_MAX_POLICIES];
 	/* include = GLOB: reads and parses the files it names (conf_load's;
 	 * NULL for text that is not a file on disk) */
 	int (*include)(struct conf_parser *p, const char *pattern);
@@ -183,6 +195,10 @@ int conf_fail(struct conf_parser *p, unsigned line, const char *fmt, ...)
 /* Checks the declared indexes as a whole and resolves virtual indexes'
  * layers; returns 0, or EINVAL with the message from conf_fail(). */
 int conf_check_indexes(struct conf_parser *p);
+
+/* Checks the [policy] sections and the names indexes give in policies.
+ * Returns 0, or EINVAL with the message from conf_fail(). */
+int conf_check_policies(struct conf_parser *p);
 
 /* Checks the declared registries: each has an upstream, username and
  * password_file come together, at most one is the default. Returns 0, or

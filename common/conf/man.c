@@ -170,6 +170,21 @@ int conf_dump(const struct conf *c, struct buf *out)
 			err = dump_key(out, h, &conf_keys[i]);
 		}
 	}
+	for (size_t j = 0; j < c->npolicy && !err; j++) {
+		const struct conf_policy_def *d = &c->policy[j];
+		const char *first = d->allow_first ? "allow" : "deny";
+		const char *then = d->allow_first ? "deny" : "allow";
+
+		err = buf_addf(out, "\n[policy \"%s\"]\n", d->name);
+		/* allow and deny in the order that decides */
+		err = err ? err : dump_key(out, d, conf_find_key("policy", first));
+		err = err ? err : dump_key(out, d, conf_find_key("policy", then));
+		for (size_t i = 0; i < CONF_NKEYS && !err; i++)
+			if (!strcmp(conf_keys[i].section, "policy") &&
+			    strcmp(conf_keys[i].name, "allow") &&
+			    strcmp(conf_keys[i].name, "deny"))
+				err = dump_key(out, d, &conf_keys[i]);
+	}
 	return err;
 }
 
@@ -300,6 +315,23 @@ static int man_webhooks(struct buf *out)
 	         "see webhooks.md. A name is 1 to 64 of a\\-z, 0\\-9,\n"
 	         ".BR \\- \", \" _ \" and \" . .\n");
 	return err ? err : man_keys(out, "webhook");
+}
+
+/* The policy sections. */
+static int man_policies(struct buf *out)
+{
+	int err;
+
+	err = buf_adds(
+	    out, ".SH \"[policy \\(dqNAME\\(dq] SECTIONS\"\n"
+	         "Each is a set of rules on which files of a cache index are "
+	         "served; an index names the ones that apply with\n"
+	         ".BR policies .\n"
+	         "A denied file is left out of the index's pages and a "
+	         "request for it is refused (403) with the policy and the "
+	         "rule that denied it. See docs/policy.md. At most 16 "
+	         "policies.\n");
+	return err ? err : man_keys(out, "policy");
 }
 
 int conf_man(struct buf *out)
@@ -435,6 +467,7 @@ int conf_man(struct buf *out)
 	err = err ? err : add_roff_block(out, conf_default_indexes);
 	err = err ? err : man_registries(out);
 	err = err ? err : man_webhooks(out);
+	err = err ? err : man_policies(out);
 	err = err ? err : buf_adds(out, ".SH EXAMPLE\n");
 	err = err ? err : add_roff_block(out, conf_example);
 	err = err ? err

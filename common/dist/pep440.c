@@ -172,3 +172,154 @@ int pep440_is_prerelease(const struct pep440 *v)
 {
 	return v->pre != PEP440_PRE_NONE || v->has_dev;
 }
+
+/* One clause's operator, at *s (blanks skipped), moving *s past it.
+ * Returns its text, or NULL. */
+static const char *spec_op(const char **s)
+{
+	/* "===" (arbitrary equality) is not taken: "==" then "=V" fails */
+	static const char *const ops[] = {"==", "!=", "<=", ">=", "~=", "<",
+					  ">"};
+
+	while (**s == ' ' || **s == '\t')
+		(*s)++;
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (strncmp(*s, ops[i], strlen(ops[i])) == 0) {
+			*s += strlen(ops[i]);
+			return ops[i];
+		}
+	return NULL;
+}
+
+/* Whether v's release starts with prefix's (zeros padded), same epoch. */
+static int prefix_match(const struct pep440 *v, const struct pep440 *p)
+{
+	if (v->epoch != p->epoch)
+		return 0;
+	for (size_t i = 0; i < p->nrelease; i++)
+		if ((i < v->nrelease ? v->release[i] : 0) != p->release[i])
+			return 0;
+	return 1;
+}
+
+/* Whether a and b have the same epoch and release (zeros padded). */
+static int same_release(const struct pep440 *a, const struct pep440 *b)
+{
+	size_t n = a->nrelease > b->nrelease ? a->nrelease : b->nrelease;
+
+	if (a->epoch != b->epoch)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((i < a->nrelease ? a->release[i] : 0) !=
+		    (i < b->nrelease ? b->release[i] : 0))
+			return 0;
+	return 1;
+}
+
+/* Whether v satisfies one clause: op, then text (len bytes). Returns 1,
+ * 0, or -1 when the clause is none. */
+static int clause(const char *op, const char *text, size_t len,
+		  const struct pep440 *v)
+{
+	char ver[DISTNAME_VERSION_MAX];
+	struct pep440 c, w = *v;
+	int star = 0, cmp;
+
+	while (len && (*text == ' ' || *text == '\t'))
+		text++, len--;
+	while (len && (text[len - 1] == ' ' || text[len - 1] == '\t'))
+		len--;
+	if (!len || len >= sizeof(ver))
+		return -1;
+	memcpy(ver, text, len);
+	ver[len] = 0;
+	if (len > 2 && !strcmp(ver + len - 2, ".*")) {
+		if (strcmp(op, "==") && strcmp(op, "!="))
+			return -1;
+		star = 1;
+		ver[len - 2] = 0;
+	}
+	if (pep440_parse(ver, &c))
+		return -1;
+	if (star) {
+		if (c.pre || c.has_post || c.has_dev || *c.local)
+			return -1;
+		return prefix_match(v, &c) == !strcmp(op, "==");
+	}
+	if (!strcmp(op, "~=")) {
+		struct pep440 pre = c;
+
+		if (c.nrelease < 2 || *c.local)
+			return -1;
+		pre.nrelease--;
+		pre.pre = PEP440_PRE_NONE;
+		pre.has_post = pre.has_dev = 0;
+		return pep440_cmp(v, &c) >= 0 && prefix_match(v, &pre);
+	}
+	/* a local part counts only when the clause gives one */
+	if (!*c.local)
+		w.local[0] = 0;
+	else if (strcmp(op, "==") && strcmp(op, "!="))
+		return -1;
+	cmp = pep440_cmp(&w, &c);
+	if (!strcmp(op, "=="))
+		return cmp == 0;
+	if (!strcmp(op, "!="))
+		return cmp != 0;
+	if (!strcmp(op, "<="))
+		return cmp <= 0;
+	if (!strcmp(op, ">="))
+		return cmp >= 0;
+	if (!strcmp(op, ">"))
+		return cmp > 0;
+	/* "<": not a pre-release of the very version named */
+	if (cmp >= 0)
+		return 0;
+	return pep440_is_prerelease(&c) || !pep440_is_prerelease(v) ||
+	       !same_release(v, &c);
+}
+
+/* Walks spec's clauses: each is matched against v (when v) or only
+ * checked. Returns 1 when all hold, 0 when one does not, -1 when one is
+ * no clause. */
+static int spec_walk(const char *spec, const struct pep440 *v)
+{
+	struct pep440 any;
+	const char *s = spec;
+	int all = 1;
+
+	memset(&any, 0, sizeof(any));
+	any.nrelease = 1;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (!*s)
+		return 1;
+	for (;;) {
+		const char *op = spec_op(&s), *end;
+		int r;
+
+		if (!op)
+			return -1;
+		end = strchr(s, ',');
+		if (!end)
+			end = s + strlen(s);
+		r = clause(op, s, (size_t)(end - s), v ? v : &any);
+		if (r < 0)
+			return -1;
+		if (!r)
+			all = 0;
+		if (!*end)
+			return all;
+		s = end + 1;
+	}
+}
+
+int pep440_spec_check(const char *spec)
+{
+	return spec_walk(spec, NULL) < 0 ? EINVAL : 0;
+}
+
+int pep440_spec_match(const char *spec, const struct pep440 *v)
+{
+	return spec_walk(spec, v) == 1;
+}

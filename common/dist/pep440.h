@@ -46,4 +46,17 @@ int pep440_cmp(const struct pep440 *a, const struct pep440 *b);
 /* Whether v is a pre-release as packaging says: a dev or pre part. */
 int pep440_is_prerelease(const struct pep440 *v);
 
+/* Checks spec, a PEP 440 specifier set: clauses "OP VERSION" separated by
+ * ',' (OP one of == != <= >= < > ~=; "==" and "!=" take "V.*";
+ * "===" is not taken).
+ * Returns 0, or EINVAL when a clause is not one. */
+int pep440_spec_check(const char *spec);
+
+/* Whether v satisfies every clause of spec (as pep440_spec_check()
+ * takes; "" is satisfied by every version). Pre-releases are matched like
+ * any version (a policy names what it means), but "<V" leaves out V's own
+ * pre-releases as packaging does. A local part is ignored unless the
+ * clause gives one. Returns 1 or 0; 0 for a spec that does not check. */
+int pep440_spec_match(const char *spec, const struct pep440 *v);
+
 #endif

@@ -163,6 +163,12 @@ void status_metrics(struct worker *w, struct req *r)
 	counter(&b, "prefetch_used_total",
 	        "Prefetched pages a client then asked for.",
 	        s->counter[STATS_PREFETCH_USED]);
+	counter(&b, "policy_denied_files_total",
+	        "Files a [policy] left out of a page when it was rendered.",
+	        s->counter[STATS_POLICY_DENIED]);
+	counter(&b, "policy_refused_total",
+	        "Requests for a file a [policy] denied, refused (403).",
+	        s->counter[STATS_POLICY_REFUSED]);
 	if (f->prefetch_unused >= 0) {
 		family(&b, "prefetch_unused_pages", "gauge",
 		       "Prefetched pages no client has asked for in the 10 "
@@ -464,6 +470,57 @@ static int failing_row(const char *host, long long until, const char *why,
 	return 0;
 }
 
+struct denied_ctx {
+	const struct conf *c;
+	struct buf *b;
+	int n;
+};
+
+static void denied_row(const char *index, const char *filename,
+                       const char *why, void *vctx)
+{
+	struct denied_ctx *x = vctx;
+	int i = conf_index_find(x->c, index);
+
+	/* the names of an index that takes a token to read are not for
+	 * this anonymous page */
+	if (i < 0 || x->c->index[i].read == CONF_READ_TOKEN)
+		return;
+	buf_adds(x->b, x->n++ ? "<tr><td>" :
+	         "<table><tr><th>index</th><th>file</th><th>why</th></tr>\n"
+	         "<tr><td>");
+	buf_add_html(x->b, index);
+	buf_adds(x->b, "</td><td>");
+	buf_add_html(x->b, filename);
+	buf_adds(x->b, "</td><td>");
+	buf_add_html(x->b, why);
+	buf_adds(x->b, "</td></tr>\n");
+}
+
+/* The policies: what they denied (docs/policy.md). */
+static void policies(struct worker *w, struct buf *b)
+{
+	struct denied_ctx x = {w->conf, b, 0};
+	long long total = 0;
+	int any = 0;
+
+	for (size_t i = 0; i < w->conf->nindex; i++)
+		any |= w->conf->index[i].policies &&
+		       *w->conf->index[i].policies;
+	if (!any)
+		return;
+	buf_adds(b, "<h2>Policies</h2>\n");
+	if (db_policy_denied(w->db, 20, denied_row, &x, &total)) {
+		buf_adds(b, "<p>What the policies denied cannot be read (see "
+		            "the log).</p>\n");
+		return;
+	}
+	if (x.n)
+		buf_adds(b, "</table>\n");
+	buf_addf(b, "<p>%lld files denied in the pages held; %lld OSV "
+	            "advisories loaded.</p>\n", total, db_osv_count(w->db));
+}
+
 static void upstreams(struct worker *w, struct buf *b)
 {
 	const struct conf *c = w->conf;
@@ -636,6 +693,7 @@ void status_page(struct worker *w, struct req *r)
 	          s->top_total[STATS_TOP_IMAGES]);
 	upstreams(w, &b);
 	webhooks(w, &b);
+	policies(w, &b);
 	buf_adds(&b, "<h2>Requests</h2>\n");
 	requests_table(&b, s);
 	buf_adds(&b, "<p>The same as <a href=\"metrics\">Prometheus text</a> "

@@ -9,12 +9,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/dist/distname.h"
 #include "common/isotime.h"
 #include "common/log.h"
 #include "common/pypi/cooldown.h"
 #include "common/pypi/html.h"
+#include "common/pypi/policy.h"
 #include "common/pypi/simple.h"
+#include "fcgi/pypi/events.h"
 #include "fcgi/pypi/hosted.h"
 #include "fcgi/pypi/metadata.h"
 #include "fcgi/pypi/pages.h"
@@ -27,7 +28,6 @@
 #include "storage/health.h"
 #include "storage/lru.h"
 #include "storage/stats.h"
-#include "storage/webhook.h"
 
 /* What larder asks an upstream for: JSON when it can, HTML otherwise. */
 static const char upstream_accept[] =
@@ -139,76 +139,32 @@ static void hint_likely(struct worker *w, const struct conf_index *ix,
 	snprintf(h->filename, sizeof(h->filename), "%s", f->filename);
 }
 
-/* The canonical version of file sf in *v (DISTNAME_VERSION_MAX bytes), or
- * "" when its name is no distribution's. */
-static void file_version(const struct simple_file *sf, char *v)
+/* Moves the files of page that ix's policies deny into denied, with
+ * their reasons (policy_split()); the advisories are read only when a
+ * policy looks at them. Counts the denials. Returns 0, ENOMEM or EIO. */
+static int policy_apply(struct worker *w, const struct conf_index *ix,
+			const char *project, struct simple_page *page,
+			struct simple_page *denied, char ***reasons)
 {
-	struct distname d;
+	struct policy_vuln *vulns = NULL;
+	struct policy *pols = NULL;
+	size_t npols = 0, nvulns = 0;
+	int rc;
 
-	v[0] = '\0';
-	if (distname_parse(sf->filename, &d) == 0)
-		snprintf(v, DISTNAME_VERSION_MAX, "%s", d.canon[0] ? d.canon
-								 : d.version);
-}
-
-/* Whether version v is among the n versions in vs. */
-static int has_version(char (*vs)[DISTNAME_VERSION_MAX], size_t n,
-		       const char *v)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(vs[i], v))
-			return 1;
-	return 0;
-}
-
-/* Queues a new-release event for each version the files of page and held
- * (the held-back ones: first seen upstream all the same) have that no file
- * the index knew before has: a file unknown to the files table whose
- * version no known file shares. Called in the page's transaction, before
- * its files are written; one lookup by primary key per file, and only
- * when a webhook asks for new-release. Returns 0 or an errno. */
-static int hook_new_releases(struct worker *w, const struct conf_index *ix,
-			     const char *project,
-			     const struct simple_page *page,
-			     const struct simple_page *held)
-{
-	size_t n = page->nfiles + held->nfiles, nknown = 0, nnew = 0;
-	char (*known)[DISTNAME_VERSION_MAX], (*fresh)[DISTNAME_VERSION_MAX];
-	char v[DISTNAME_VERSION_MAX];
-	struct db_file row;
-	int rc = 0;
-
-	if (!n || !webhook_wanted(w->conf, "new-release"))
+	memset(denied, 0, sizeof(*denied));
+	*reasons = NULL;
+	if (!*project || !ix->policies || !*ix->policies)
 		return 0;
-	known = calloc(n, sizeof(*known));
-	fresh = calloc(n, sizeof(*fresh));
-	if (!known || !fresh) {
-		free(known);
-		free(fresh);
-		return ENOMEM;
-	}
-	for (size_t i = 0; i < n && !rc; i++) {
-		const struct simple_file *sf = i < page->nfiles ?
-			&page->files[i] : &held->files[i - page->nfiles];
-
-		file_version(sf, v);
-		if (!v[0])
-			continue;
-		rc = db_file_get(w->db, ix->name, sf->sha256, sf->filename,
-				 &row);
-		if (rc == 0 && !has_version(known, nknown, v))
-			snprintf(known[nknown++], sizeof(*known), "%s", v);
-		else if (rc == ENOENT && !has_version(fresh, nnew, v))
-			snprintf(fresh[nnew++], sizeof(*fresh), "%s", v);
-		if (rc == ENOENT)
-			rc = 0;
-	}
-	for (size_t i = 0; i < nnew && !rc; i++)
-		if (!has_version(known, nknown, fresh[i]))
-			rc = webhook_enqueue(w->db, w->conf, "new-release", 0,
-					     ix->name, project, fresh[i], NULL);
-	free(known);
-	free(fresh);
+	rc = policy_of(w->conf, ix, &pols, &npols);
+	if (!rc && policy_wants_vulns(pols, npols))
+		rc = db_osv_get(w->db, project, &vulns, &nvulns);
+	if (!rc)
+		rc = policy_split(pols, npols, project, vulns, nvulns, page,
+				  denied, reasons);
+	if (!rc && denied->nfiles)
+		stats_add(STATS_POLICY_DENIED, (long long)denied->nfiles);
+	free(vulns);
+	free(pols);
 	return rc;
 }
 
@@ -222,8 +178,9 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 {
 	struct simple_opts o = {.base_url = f->url,
 				.trusted = ix->trusted_hosts};
-	struct simple_page page, held;
+	struct simple_page page, held, denied;
 	struct cooldown cd;
+	char **reasons = NULL;
 	long long mature = -1;
 	struct buf json, html;
 	long long js = 0, hs = 0; /* their bytes in the store, .gz too */
@@ -248,6 +205,7 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		rc = EPROTO;
 	}
 	memset(&held, 0, sizeof(held));
+	memset(&denied, 0, sizeof(denied));
 	/* an upstream's "200 OK" error page is HTML too, and reads as a page
 	 * listing nothing: one with no link, no "Links for" title and no
 	 * PEP 792 status is not taken to replace a project's page */
@@ -267,8 +225,18 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	if (page.dropped)
 		log_warn(0, f->url, "left out %zu entries (unsafe, untrusted "
 			 "host or no sha256)", page.dropped);
-	/* the cooldown runs here, once per upstream page, so a warm page
-	 * costs nothing more */
+	/* the policies and the cooldown run here, once per upstream page, so
+	 * a warm page costs nothing more */
+	rc = policy_apply(w, ix, project, &page, &denied, &reasons);
+	if (rc) {
+		snprintf(err, errlen, "%s: the policies: %s", f->url,
+			 strerror(rc));
+		goto free_page;
+	}
+	if (denied.nfiles)
+		log_info("%s: denied %zu of %zu files by policy (%s)", f->url,
+			 denied.nfiles, denied.nfiles + page.nfiles,
+			 ix->policies);
 	cooldown_of(w->conf, ix, &cd);
 	rc = cooldown_split(&cd, project, &page, now, &held, &mature);
 	if (rc) {
@@ -311,7 +279,7 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		 f->last_modified);
 	p->fetched_at = now;
 	p->ttl = page_ttl(w, f);
-	p->held = (long)held.nfiles;
+	p->held = (long)(held.nfiles + denied.nfiles);
 	/* a held file matures though the upstream page stays the same: the
 	 * page goes stale then, and refresh() fetches it whole */
 	if (mature >= 0 && mature - now < p->ttl)
@@ -329,12 +297,15 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		rc = db_blob_add(w->db, p->html_sha, hs);
 	/* a page the index had before: the versions it never listed */
 	if (!rc && !is_list && have && old.status == 200)
-		rc = hook_new_releases(w, ix, project, &page, &held);
+		rc = events_new_releases(w, ix, project, &page, &held);
 	/* the held files too: a request for one is refused with the
 	 * reason (pypi_file), not told that no page lists it */
-	for (size_t i = 0; !rc && i < page.nfiles + held.nfiles; i++) {
+	for (size_t i = 0; !rc && i < page.nfiles + held.nfiles +
+				       denied.nfiles; i++) {
+		size_t d = i - page.nfiles - held.nfiles;
 		const struct simple_file *sf = i < page.nfiles ?
-			&page.files[i] : &held.files[i - page.nfiles];
+			&page.files[i] : i < page.nfiles + held.nfiles ?
+			&held.files[i - page.nfiles] : &denied.files[d];
 		struct db_file row = {.size = sf->size,
 				      .has_meta = sf->core_metadata &&
 						  !sf->made_metadata,
@@ -344,6 +315,11 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		    isotime_parse(sf->upload_time, strlen(sf->upload_time),
 				  &row.upload_time))
 			row.upload_time = -1;
+		if (i >= page.nfiles + held.nfiles) {
+			snprintf(row.denied, sizeof(row.denied), "%s",
+				 reasons[d]);
+			rc = events_denied(w, ix, project, sf, row.denied);
+		}
 		snprintf(row.url, sizeof(row.url), "%s", sf->url);
 		snprintf(row.meta_sha, sizeof(row.meta_sha), "%s",
 			 sf->meta_sha256);
@@ -352,8 +328,9 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		    strlen(sf->provenance) < sizeof(row.provenance))
 			snprintf(row.provenance, sizeof(row.provenance), "%s",
 				 sf->provenance);
-		rc = db_file_put(w->db, ix->name, sf->sha256, sf->filename,
-				 &row);
+		if (!rc)
+			rc = db_file_put(w->db, ix->name, sf->sha256,
+					 sf->filename, &row);
 	}
 	if (!rc)
 		rc = db_page_put(w->db, ix->name, project, p);
@@ -377,6 +354,8 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 free_page:
 	simple_page_free(&page);
 	simple_page_free(&held);
+	policy_reasons_free(reasons, denied.nfiles);
+	simple_page_free(&denied);
 out:
 	buf_free(&json);
 	buf_free(&html);
@@ -420,8 +399,12 @@ static int refresh(struct worker *w, const struct conf_index *ix,
 	/* under a cooldown the rendering depends on the time (a held file
 	 * matures) and on the settings, not only on the upstream page: a 304
 	 * would keep the old one, so the page is fetched whole */
+	/* and so under a policy (the rules or the advisories may have
+	 * changed), or when the rendering held back files (a cooldown or a
+	 * policy since taken off) */
 	cooldown_of(c, ix, &cd);
-	cond = have && p->status == 200 && !cooldown_active(&cd);
+	cond = have && p->status == 200 && !cooldown_active(&cd) &&
+	       !(ix->policies && *ix->policies) && p->held == 0;
 	rc = fetch_page(&o, url, upstream_accept, cond ? p->etag : NULL,
 			cond ? p->last_modified : NULL, &f, err, errlen);
 	health_note(w->db, url, rc, c->error_ttl, err);

@@ -9,6 +9,7 @@
 #include "common/http/accept.h"
 #include "common/log.h"
 #include "common/pypi/cooldown.h"
+#include "common/pypi/policy.h"
 #include "fcgi/access/auth.h"
 #include "fcgi/pypi/listing.h"
 #include "fcgi/pypi/metadata.h"
@@ -312,6 +313,14 @@ static void file_answer(struct worker *w, struct req *r,
 	}
 	if (quarantine_refused(w, from, &f)) {
 		req_error(r, 403, "project is quarantined upstream (PEP 792)");
+		return;
+	}
+	/* what the policies decided when the page was rendered
+	 * (fcgi/pypi/pages.c), while that policy is still the index's */
+	if (*f.denied &&
+	    policy_reason_current(f.denied, w->conf->index[from].policies)) {
+		stats_add(STATS_POLICY_REFUSED, 1);
+		req_error(r, 403, f.denied);
 		return;
 	}
 	if (rt->provenance && !*f.provenance) {

@@ -45,8 +45,12 @@ static const char schema[] =
 	"  provenance TEXT NOT NULL DEFAULT '',"
 	"  prov_sha TEXT NOT NULL DEFAULT '',"
 	"  meta_prov INTEGER NOT NULL DEFAULT 0,"
+	"  denied TEXT NOT NULL DEFAULT '',"
 	"  PRIMARY KEY (idx, sha256, filename));"
 	"CREATE INDEX IF NOT EXISTS files_sha ON files (sha256);"
+	/* what a policy denied, for the status page (schema 11) */
+	"CREATE INDEX IF NOT EXISTS files_denied ON files (idx)"
+	"  WHERE denied != '';"
 	"CREATE TABLE IF NOT EXISTS flights ("
 	"  key TEXT PRIMARY KEY, tmp TEXT NOT NULL, pid INTEGER NOT NULL,"
 	"  started INTEGER NOT NULL, size INTEGER NOT NULL,"
@@ -99,6 +103,13 @@ static const char schema[] =
 	"  projects TEXT NOT NULL, salt TEXT NOT NULL, hash TEXT NOT NULL,"
 	"  created INTEGER NOT NULL, expires INTEGER NOT NULL,"
 	"  revoked INTEGER NOT NULL, note TEXT NOT NULL);"
+	/* OSV advisories' affected ranges, as larder policy import-osv
+	 * loaded them (schema 11; docs/policy.md) */
+	"CREATE TABLE IF NOT EXISTS osv ("
+	"  id TEXT NOT NULL, project TEXT NOT NULL, introduced TEXT NOT NULL,"
+	"  fixed TEXT NOT NULL, last_affected TEXT NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS osv_project ON osv (project);"
+	"CREATE INDEX IF NOT EXISTS osv_id ON osv (id);"
 	/* what the status page says of an upstream host, past the breaker's
 	 * memory (upstreams): its last answer, its last failure */
 	"CREATE TABLE IF NOT EXISTS upstream_seen ("
@@ -126,7 +137,7 @@ static const char from_v0[] =
 	"ALTER TABLE flights ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';"
 	"ALTER TABLE outcomes ADD COLUMN at INTEGER NOT NULL DEFAULT 0;";
 
-/* The columns schemas 5 to 10 added to tables that were there before,
+/* The columns schemas 5 to 11 added to tables that were there before,
  * each added where it is missing, then what fills it in (or NULL). A store
  * from before meta_prov recorded metadata larder made from unverified
  * bytes (range reads, an upstream .metadata no page vouched for) as if
@@ -144,6 +155,7 @@ static const struct {
 	{"files", "prov_sha", "TEXT NOT NULL DEFAULT ''", NULL},
 	{"files", "meta_prov", "INTEGER NOT NULL DEFAULT 0",
 	 "UPDATE files SET meta_prov = 1 WHERE meta_sha != ''"},
+	{"files", "denied", "TEXT NOT NULL DEFAULT ''", NULL},
 };
 
 static const char *const sql[S_COUNT] = {
@@ -179,7 +191,7 @@ static const char *const sql[S_COUNT] = {
 	 * the hash of a provenance fetched from a URL the page still lists;
 	 * a hash the page gives is never provisional */
 	[S_FILE_PUT] = "INSERT INTO files VALUES"
-		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, '', 0)"
+		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, '', 0, ?11)"
 		       " ON CONFLICT (idx, sha256, filename) DO UPDATE SET"
 		       " url = excluded.url, size = excluded.size,"
 		       " meta_sha = CASE WHEN excluded.meta_sha != '' THEN"
@@ -193,9 +205,10 @@ static const char *const sql[S_COUNT] = {
 		       " upload_time = excluded.upload_time,"
 		       " prov_sha = CASE WHEN excluded.provenance = provenance"
 		       " THEN prov_sha ELSE '' END,"
-		       " provenance = excluded.provenance",
+		       " provenance = excluded.provenance,"
+		       " denied = excluded.denied",
 	[S_FILE_GET] = "SELECT url, size, has_meta, meta_sha, project,"
-		       " upload_time, provenance, prov_sha, meta_prov"
+		       " upload_time, provenance, prov_sha, meta_prov, denied"
 		       " FROM files"
 		       " WHERE idx = ?1 AND sha256 = ?2 AND filename = ?3",
 	/* a verified hash (?3 = 0) replaces a provisional one; a
@@ -452,7 +465,7 @@ static int schema_up(struct db *db)
 		if (v == 0 && has_table(db, "flights") &&
 		    sqlite3_exec(db->conn, from_v0, NULL, NULL, NULL) != SQLITE_OK)
 			break;
-		if (v < 10 && add_columns(db))
+		if (v < 11 && add_columns(db))
 			break;
 		if (sqlite3_exec(db->conn, schema, NULL, NULL, NULL) != SQLITE_OK ||
 		    sqlite3_exec(db->conn, "PRAGMA user_version = "

@@ -27,6 +27,7 @@
 #include <stddef.h>
 
 #include "common/buf.h"
+#include "common/pypi/policy.h"
 
 struct db;
 
@@ -62,6 +63,8 @@ struct db_file {
 	int meta_prov;            /* meta_sha names metadata larder read
 	                             from unverified bytes (range reads of
 	                             the upstream file): provisional */
+	char denied[384];         /* why a [policy] denies it, as the page
+	                             was rendered; "" allowed (policy.h) */
 };
 
 struct db_flight {
@@ -526,5 +529,40 @@ int db_token_revoke(struct db *db, const char *id);
  * 0, ENOMEM, or EIO. */
 int db_token_each(struct db *db,
 		  void (*fn)(const struct db_token *t, void *ctx), void *ctx);
+
+/* OSV advisories (db_policy.c). Replaces advisory id's ranges with the n
+ * of v, range i of project[i] (normalised). Returns 0 or EIO; run it in a
+ * transaction for many. */
+int db_osv_replace(struct db *db, const char *id,
+                   const struct policy_vuln *v, const char *const *project,
+                   size_t n);
+
+/* Reads the ranges of every advisory for project into *out, a malloc'd
+ * array of *n (the caller's to free; NULL and 0 for none). Returns 0,
+ * ENOMEM or EIO. */
+int db_osv_get(struct db *db, const char *project, struct policy_vuln **out,
+               size_t *n);
+
+/* The number of advisories held, or -1 when the table cannot be read. */
+long long db_osv_count(struct db *db);
+
+/* Makes every page of project stale, so that it is rendered again (by
+ * the advisories as they are now) at its next request. Returns 0 or
+ * EIO. */
+int db_policy_expire(struct db *db, const char *project);
+
+/* Calls fn for each file row of project in index, by file name, with
+ * why a policy denied it ("" allowed). Returns 0 or EIO. */
+int db_policy_files(struct db *db, const char *index, const char *project,
+                    void (*fn)(const char *filename, const char *denied,
+                               void *ctx),
+                    void *ctx);
+
+/* Calls fn for at most limit files a policy denied, by index and name,
+ * and sets *total to how many there are. Returns 0 or EIO. */
+int db_policy_denied(struct db *db, int limit,
+                     void (*fn)(const char *index, const char *filename,
+                                const char *denied, void *ctx),
+                     void *ctx, long long *total);
 
 #endif

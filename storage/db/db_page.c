@@ -200,6 +200,7 @@ int db_file_put(struct db *db, const char *index, const char *sha256,
 	BIND_TEXT(st, 8, f->project);
 	sqlite3_bind_int64(st, 9, f->upload_time);
 	BIND_TEXT(st, 10, f->provenance);
+	BIND_TEXT(st, 11, f->denied);
 	return db_run(db, st, "file put");
 }
 
@@ -224,6 +225,7 @@ int db_file_get(struct db *db, const char *index, const char *sha256,
 	db_text(st, 6, f->provenance, sizeof(f->provenance));
 	db_text(st, 7, f->prov_sha, sizeof(f->prov_sha));
 	f->meta_prov = sqlite3_column_int(st, 8);
+	db_text(st, 9, f->denied, sizeof(f->denied));
 	sqlite3_reset(st);
 	return 0;
 }

@@ -779,7 +779,10 @@ class Stack:
             self.larder = Larder(os.path.join(self.dir, "larder"), self.standin.port,
                                  files_port=self.standin.files_port,
                                  cache_ttl=self.cache_ttl, workers=self.workers,
-                                 extra=self.larder_extra, extra_text=self.larder_extra_text,
+                                 extra=self.larder_extra,
+                                 extra_text=(self.larder_extra_text(self.standin)
+                                             if callable(self.larder_extra_text)
+                                             else self.larder_extra_text),
                                  max_stale=self.max_stale, unix=self.unix,
                                  root_pypi=self.root_pypi)
             self.larder.start()

@@ -438,6 +438,50 @@ def test_new_release_of_a_cached_project(tmp_path, up_wheels):
         rcv.stop()
 
 
+def test_policy_denied_once_per_file(tmp_path, up_wheels):
+    """A cache index under a policy: each file the policy denies is one
+    policy-denied event, naming the file and the rule, the first time a
+    page leaves it out; the page rendered again (cache_ttl 1s) raises
+    none."""
+    reason = stackmod.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    rcv = Receiver().start()
+    secret = write_secret(str(tmp_path / "secret"))
+
+    def text(standin):
+        return ('\n[index "safe"]\ntype = cache\n'
+                "upstream = http://127.0.0.1:%d/simple/\n"
+                "trusted_hosts = localhost:%d\npolicies = strict\n"
+                '\n[policy "strict"]\ndeny = larder-demo-a ==1.1\n'
+                % (standin.port, standin.files_port)
+                + hook_conf(secret, rcv, name="held",
+                            extra="events = policy-denied\nindexes = safe\n"))
+
+    st = stackmod.Stack(str(tmp_path / "stack"), up_wheels, cache_ttl=1,
+                        larder_extra_text=text)
+    page = "/safe/simple/larder-demo-a/"
+    denied = sorted(f for f in os.listdir(up_wheels)
+                    if f.startswith("larder_demo_a-1.1") and not f.endswith(".metadata"))
+    assert denied
+    try:
+        st.start()
+        for _ in range(2):
+            r = http(st.base + page, headers={"Accept": stackmod.PIP_ACCEPT})
+            assert r.status == 200 and r.header("X-Larder-Held-Back") == str(len(denied))
+            time.sleep(1.5)
+        assert rcv.wait(len(denied))
+        time.sleep(2)
+        got = rcv.bodies()
+        rcv.assert_valid()
+        assert events(got) == [("policy-denied", "safe", "larder-demo-a", "1.1")] * len(denied), got
+        assert sorted(b["data"]["filename"] for b in got) == denied, got
+        assert all('policy "strict"' in b["data"]["reason"] for b in got), got
+    finally:
+        st.stop()
+        rcv.stop()
+
+
 def test_reload_replaces_the_deliverer(tmp_path, up_wheels):
     """SIGHUP with the webhook's url changed: the pool's deliverer is
     started again with the new config, and the next event goes to the new

@@ -258,16 +258,19 @@ T(syntax_errors)
 {
 	CHECK_STR(fails("cache_ttl = 5\n"),
 	          "larder.conf:1: \"cache_ttl = 5\" is outside any section: "
-	          "expected [larder], [index \"NAME\"] or [registry \"NAME\"] "
-	          "before it");
+	          "expected [larder], [index \"NAME\"], [registry \"NAME\"], "
+	          "[webhook \"NAME\"] or [policy \"NAME\"] before it");
 	CHECK_STR(fails("[larder]\njust words\n"),
 	          "larder.conf:2: expected key = value, [larder], [index "
-	          "\"NAME\"] or [registry \"NAME\"], got \"just words\"");
+	          "\"NAME\"], [registry \"NAME\"], [webhook \"NAME\"] or "
+	          "[policy \"NAME\"], got "
+	          "\"just words\"");
 	CHECK_CONTAINS(fails("[larder]\n= 5\n"), "larder.conf:2: expected "
 	                                         "key = value");
 	CHECK_STR(fails("[larder\n"),
 	          "larder.conf:1: bad section header [larder: expected "
-	          "[larder], [index \"NAME\"] or [registry \"NAME\"]");
+	          "[larder], [index \"NAME\"], [registry \"NAME\"], "
+	          "[webhook \"NAME\"] or [policy \"NAME\"]");
 	CHECK_CONTAINS(fails("[index pypi]\n"),
 	               "larder.conf:1: bad section header [index pypi]");
 	CHECK_CONTAINS(fails("[index \"pypi\" x]\n"), "bad section header");
@@ -276,8 +279,8 @@ T(syntax_errors)
 	CHECK_CONTAINS(fails("[larder] x\n"), "bad section header");
 	CHECK_STR(fails("[registries \"hub\"]\n"),
 	          "larder.conf:1: unknown section [registries \"hub\"]: "
-	          "expected [larder], [index \"NAME\"] or [registry "
-	          "\"NAME\"]");
+	          "expected [larder], [index \"NAME\"], [registry "
+	          "\"NAME\"], [webhook \"NAME\"] or [policy \"NAME\"]");
 	CHECK_CONTAINS(fails("[registry hub]\n"),
 	               "larder.conf:1: bad section header [registry hub]");
 	CHECK_CONTAINS(fails("[registry \"hub\"] x\n"), "bad section header");

@@ -435,7 +435,8 @@ T(registry_unknown_keys)
 	          "\"r\"]");
 	CHECK_STR(fails("[larder]\ndefault = yes\n"),
 	          "larder.conf:2: unknown key \"default\" in [larder] (it "
-	          "belongs in [registry \"NAME\"] sections)");
+	          "belongs in [registry \"NAME\"] or [policy \"NAME\"] "
+	          "sections)");
 	CHECK_STR(
 	    fails("[index \"p\"]\ntype = cache\nusername = x\n"),
 	    "larder.conf:3: unknown key \"username\" in [index \"p\"] (it "

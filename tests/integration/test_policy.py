@@ -1,0 +1,215 @@
+"""[policy] sections (docs/policy.md) with real pip, through larder behind
+nginx and lighttpd (FastCGI) against the stand-in upstream: a denied
+version makes pip take the next allowed one, a project denied outright
+cannot be installed and says which policy and rule refused it, and an OSV
+advisory built here holds back the range it names. Also larder policy
+check, /metrics and /+status.
+
+The cache index "safe" applies the policy; root/pypi is a virtual index
+over it, the URL pip is given.
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+import frontends
+import stack as stackmod
+from stack import PIP_ACCEPT, http
+from wheels import A10, A11, NOMETA
+
+FRONT_ENDS = ("nginx", "lighttpd-fcgi")
+# short, so that what an OSV import changes shows once the copies a front
+# end's cache holds go stale
+CACHE_TTL = 2
+
+POLICY = """
+[index "safe"]
+type = cache
+upstream = http://127.0.0.1:{port}/simple/
+trusted_hosts = localhost:{files_port}
+policies = strict
+
+[policy "strict"]
+deny = larder-demo-a ==1.1, larder-demo-nometa
+deny_vulnerable = yes
+"""
+
+
+@pytest.fixture
+def fe(request, wheel_dir):
+    """A front end of the kind given (indirect parametrisation), its
+    stand-in, and the policy above; yields the started front end."""
+    kind = request.param
+    reason = frontends.missing_reason(kind)
+    if reason:
+        pytest.skip("%s: %s" % (kind, reason))
+    workdir = frontends.new_workdir()
+    standin = stackmod.Standin(wheel_dir, os.path.join(workdir, "standin"))
+    front = None
+    try:
+        standin.start()
+        text = POLICY.format(port=standin.port, files_port=standin.files_port)
+        front = frontends.make_frontend(kind, os.path.join(workdir, "fe"), standin.port,
+                                        workers=2, files_port=standin.files_port,
+                                        cache_ttl=CACHE_TTL,
+                                        larder_extra_text=text, root_pypi="layers = safe\n")
+        front.start()
+        front.standin = standin
+        yield front
+    finally:
+        if front is not None:
+            front.stop()
+        standin.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def each_front_end(f):
+    return pytest.mark.parametrize("fe", FRONT_ENDS, indirect=True)(f)
+
+
+def larder(conf, *args):
+    """Runs `larder ARGS -c CONF`; returns (rc, stdout, stderr)."""
+    p = subprocess.run([stackmod.larder_bin()] + list(args) + ["-c", conf],
+                       capture_output=True, env=stackmod.clean_env(), timeout=60)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def page(fe, project, route="root/pypi"):
+    r = http("%s/%s/simple/%s/" % (fe.base, route, project),
+             headers={"Accept": PIP_ACCEPT})
+    assert r.status == 200, r
+    return r, [f["filename"] for f in r.json()["files"]]
+
+
+def file_path(wheel_dir, fn, route="root/pypi"):
+    with open(os.path.join(wheel_dir, fn), "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    return "/%s/files/%s/%s" % (route, sha, fn)
+
+
+@each_front_end
+def test_denied_version_pip_takes_the_next(fe, wheel_dir, new_venv):
+    r, names = page(fe, "larder-demo-a")
+    assert A10 in names and A11 not in names, names
+    assert r.header("X-Larder-Held-Back") == "1", r.headers
+    # the cache index's own page says the same
+    r, names = page(fe, "larder-demo-a", route="safe")
+    assert A11 not in names and r.header("X-Larder-Held-Back") == "1"
+    venv = new_venv()
+    code, out = stackmod.pip_install(venv, fe.url, ["larder-demo-a"])
+    assert code == 0, out
+    assert stackmod.installed(venv)["larder-demo-a"] == "1.0"
+    # a direct request: a 403 whose one line names the policy and the rule
+    for route in ("root/pypi", "safe"):
+        r = http(fe.base + file_path(wheel_dir, A11, route))
+        assert r.status == 403, r
+        assert b'denied by policy "strict": deny = larder-demo-a ==1.1' in r.body, r.body
+    r = http(fe.base + file_path(wheel_dir, A11) + ".metadata")
+    assert r.status == 403, r
+    # what allowed files get is unchanged
+    assert http(fe.base + file_path(wheel_dir, A10)).status == 200
+    # counted in /metrics, listed on /+status
+    m = http(fe.base + "/metrics").body.decode()
+    assert re.search(r"^larder_policy_denied_files_total [1-9]", m, re.M), m
+    assert re.search(r"^larder_policy_refused_total [1-9]", m, re.M), m
+    s = http(fe.base + "/+status").body.decode()
+    assert "<h2>Policies</h2>" in s and A11 in s, s
+    # larder policy check says what each rule decides
+    rc, out, err = larder(fe.larder_conf, "policy", "check", "safe", "larder-demo-a", "1.1")
+    assert rc == 1, (out, err)
+    assert "deny = larder-demo-a ==1.1: matches: denies" in out, out
+    assert 'when the page was rendered: denied by policy "strict"' in out, out
+    rc, out, err = larder(fe.larder_conf, "policy", "check", "safe", "larder-demo-a", "1.0")
+    assert rc == 0, (out, err)
+    assert "deny = larder-demo-a ==1.1: does not match" in out, out
+
+
+@each_front_end
+def test_project_denied_outright(fe, wheel_dir, new_venv):
+    r, names = page(fe, "larder-demo-nometa")
+    assert names == [], names
+    assert r.header("X-Larder-Held-Back") == "1", r.headers
+    venv = new_venv()
+    code, out = stackmod.pip_install(venv, fe.url, ["larder-demo-nometa"])
+    assert code != 0, out
+    assert "larder-demo-nometa" in out and "from versions: none" in out, out
+    # the file, asked for by its URL as a lock file has it, names the rule
+    venv = new_venv()
+    url = fe.base + file_path(wheel_dir, NOMETA)
+    code, out = stackmod.pip_install(venv, fe.url, [url])
+    assert code != 0, out
+    assert "403" in out, out
+    r = http(url)
+    assert r.status == 403
+    assert r.body.strip() == \
+        b'403 Forbidden: denied by policy "strict": deny = larder-demo-nometa', r.body
+    rc, out, err = larder(fe.larder_conf, "policy", "check", "safe", "larder-demo-nometa")
+    assert rc == 1, (out, err)
+    assert "deny = larder-demo-nometa: matches: denies" in out, out
+
+
+def osv_advisory(path, project, introduced, fixed=None):
+    """Writes one OSV advisory (the form of osv.dev's PyPI dump) to path."""
+    events = [{"introduced": introduced}]
+    if fixed:
+        events.append({"fixed": fixed})
+    doc = {"schema_version": "1.6.0", "id": "GHSA-test-0001-0001",
+           "modified": "2026-01-01T00:00:00Z", "aliases": ["CVE-2026-0001"],
+           "summary": "a test advisory",
+           "affected": [{"package": {"ecosystem": "PyPI", "name": project},
+                         "ranges": [{"type": "ECOSYSTEM", "events": events}]}]}
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
+@each_front_end
+def test_osv_holds_back_the_affected_range(fe, wheel_dir, new_venv, tmp_path):
+    # before: larder-demo-c 2.0 is what pip takes
+    r, names = page(fe, "larder-demo-c")
+    assert any("2.0" in n for n in names), names
+    adv = str(tmp_path / "GHSA-test.json")
+    osv_advisory(adv, "Larder_Demo.C", "1.5")
+    bad = str(tmp_path / "broken.json")
+    with open(bad, "w") as f:
+        f.write('{"id": "X", "affected": [')
+    rc, out, err = larder(fe.larder_conf, "policy", "import-osv", adv, bad)
+    assert rc == 1, (out, err)
+    assert "broken.json" in err and "nothing of it loaded" in err, err
+    assert "loaded 1 advisories (1 PyPI ranges); 1 held" in out, out
+    # the import made larder's page stale: it is rendered again, by the
+    # advisory, once the copy the front end holds is stale too
+    time.sleep(CACHE_TTL + 0.5)
+    r, names = page(fe, "larder-demo-c")
+    assert not any("2.0" in n for n in names), names
+    assert r.header("X-Larder-Held-Back") == "2", r.headers  # the wheel and the sdist
+    venv = new_venv()
+    # 1.0 is yanked: pip takes it only when pinned
+    code, out = stackmod.pip_install(venv, fe.url, ["larder-demo-c==1.0"])
+    assert code == 0, out
+    code, out = stackmod.pip_install(new_venv(), fe.url, ["larder-demo-c>=2"])
+    assert code != 0 and "from versions:" in out, out
+    r = http(fe.base + file_path(wheel_dir, "larder_demo_c-2.0-py3-none-any.whl"))
+    assert r.status == 403
+    assert b"deny_vulnerable = yes: GHSA-test-0001-0001 affects larder-demo-c 2.0" in r.body, \
+        r.body
+    s = http(fe.base + "/+status").body.decode()
+    assert "1 OSV advisories loaded" in s, s
+
+
+def test_bad_policy_is_refused(tmp_path):
+    """A rule that does not parse stops larder config check, naming the
+    line; nothing is served with a policy half read."""
+    conf = tmp_path / "larder.conf"
+    conf.write_text('[larder]\ndata_dir = %s\n[policy "p"]\ndeny = requests <banana\n'
+                    % (tmp_path / "data"))
+    p = subprocess.run([stackmod.larder_bin(), "config", "check", "-c", str(conf)],
+                       capture_output=True, env=stackmod.clean_env(), timeout=30)
+    assert p.returncode != 0
+    assert b"larder.conf:4:" in p.stderr and b"PEP 440" in p.stderr, p.stderr
