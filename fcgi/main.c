@@ -27,6 +27,7 @@
 #include "common/conf/keys.h"
 #include "fcgi/cmd/cmd.h"
 #include "fcgi/cmd/hosted_cmd.h"
+#include "fcgi/cmd/search_cmd.h"
 #include "fcgi/cmd/token_cmd.h"
 #include "fcgi/cmd/warm.h"
 #include "fcgi/dispatch.h"
@@ -49,6 +50,7 @@ static void usage(FILE *f)
 	      "       larder fsck [-c FILE] --scrub [--budget TIME] "
 	      "[--bytes SIZE]\n"
 	      "       larder gc [-c FILE] [--dry-run] [--max-size SIZE]\n"
+	      "       larder search reindex [-c FILE]\n"
 	      "       larder warm [--url BASE] -r FILE ... | --image REF ... "
 	      "(larder warm -h)\n"
 	      "       larder token add [-c FILE] --index NAME --actions "
@@ -348,6 +350,8 @@ int main(int argc, char **argv)
 		return warm_main(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "token") == 0)
 		return token_main(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "search") == 0)
+		return search_cmd(argc - 1, argv + 1);
 	if (argc >= 2 && (strcmp(argv[1], "yank") == 0 ||
 			  strcmp(argv[1], "unyank") == 0 ||
 			  strcmp(argv[1], "remove") == 0))

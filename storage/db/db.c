@@ -14,13 +14,14 @@
 
 #include "common/log.h"
 #include "storage/db/db.h"
+#include "storage/db/db_search_sql.h"
 #include "storage/db/db_sql.h"
 
 #define STRINGIFY_(x) #x
 #define STRINGIFY(x) STRINGIFY_(x)
 
 /* The schema this build reads and writes (PRAGMA user_version). */
-#define SCHEMA_VERSION 10
+#define SCHEMA_VERSION 11
 
 /* Every table as this version has it. Run under one write lock taken up
  * front: a deferred transaction that reads the schema and then wants to
@@ -80,6 +81,7 @@ static const char schema[] =
 	"  registry TEXT NOT NULL, scope TEXT NOT NULL, value TEXT NOT NULL,"
 	"  expires_at INTEGER NOT NULL,"
 	"  PRIMARY KEY (registry, scope));"
+	SEARCH_SCHEMA
 	"CREATE TABLE IF NOT EXISTS blobs ("
 	"  sha256 TEXT PRIMARY KEY, size INTEGER NOT NULL,"
 	"  used_at INTEGER NOT NULL);"
@@ -273,6 +275,7 @@ static const char *const sql[S_COUNT] = {
 				 " AND ref NOT LIKE '/blob/%'",
 	[S_OCI_BLOB_DELETE] = "DELETE FROM oci_blobs WHERE registry = ?1"
 			      " AND name = ?2 AND sha256 = ?3",
+	SEARCH_STATEMENTS
 	[S_OCI_REPO_KNOWN] = "SELECT 1 FROM oci_refs WHERE registry = ?1"
 			     " AND name = ?2 AND status = 200 LIMIT 1",
 	/* a row's size only grows: a page's .gz copy made after its blob
@@ -443,6 +446,8 @@ static int schema_up(struct db *db)
 		if (v < 10 && add_columns(db))
 			break;
 		if (sqlite3_exec(db->conn, schema, NULL, NULL, NULL) != SQLITE_OK ||
+		    (v < 11 && sqlite3_exec(db->conn, SEARCH_FROM_STORE, NULL,
+					    NULL, NULL) != SQLITE_OK) ||
 		    sqlite3_exec(db->conn, "PRAGMA user_version = "
 				 STRINGIFY(SCHEMA_VERSION), NULL, NULL,
 				 NULL) != SQLITE_OK)
