@@ -58,6 +58,47 @@ static int has_word(const unsigned char *w, size_t n)
 	return 0;
 }
 
+int search_scopes(const char *list, char *out, size_t outlen)
+{
+	size_t at = 0, names = 0;
+	const char *p = list;
+
+	if (!outlen)
+		return ENOSPC;
+	out[0] = '\0';
+	while (*p) {
+		const char *end;
+
+		if (*p == '\n') {
+			p++;
+			continue;
+		}
+		end = strchr(p, '\n');
+		if (!end)
+			end = p + strlen(p);
+		/* the prefix or separator, the quotes, each byte doubled, and
+		 * the ")" and NUL that end it */
+		if (at + 16 + 2 * (size_t)(end - p) + 4 > outlen) {
+			out[0] = '\0';
+			return ENOSPC;
+		}
+		memcpy(out + at, names ? " OR \"" : "{scope} : (\"",
+		       names ? 5 : 12);
+		at += names ? 5 : 12;
+		for (; p < end; p++) {
+			if (*p == '"')
+				out[at++] = '"';
+			out[at++] = *p;
+		}
+		out[at++] = '"';
+		names++;
+	}
+	if (names)
+		out[at++] = ')';
+	out[at] = '\0';
+	return 0;
+}
+
 int search_match(const char *q, char *out, size_t outlen, char *err,
 		 size_t errlen)
 {

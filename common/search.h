@@ -28,4 +28,13 @@
 int search_match(const char *q, char *out, size_t outlen, char *err,
 		 size_t errlen);
 
+/* Writes to out (outlen bytes) an FTS5 column filter that keeps the rows
+ * whose scope column is one of the names in list (each ended by '\n', a
+ * '\n' first: "\nmain\nhub\n"), each quoted as search_match() quotes a
+ * word: {scope} : ("main" OR "hub"). The tokenizer makes a name a phrase
+ * ("root/private" is "root" "private"), so this keeps a superset: the
+ * caller checks each row's scope itself. Returns 0, with out "" for an
+ * empty list, or ENOSPC. */
+int search_scopes(const char *list, char *out, size_t outlen);
+
 #endif

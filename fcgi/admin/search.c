@@ -8,6 +8,7 @@
 
 #include "common/http/form.h"
 #include "common/json.h"
+#include "common/names.h"
 #include "common/search.h"
 #include "fcgi/access/auth.h"
 #include "fcgi/admin/search.h"
@@ -110,6 +111,71 @@ static int add_registry(struct worker *w, struct req *r, struct scopes *s,
 	}
 	scope_add(s->registries, sizeof(s->registries), rg->name);
 	return 0;
+}
+
+/* Runs the words (common/search.h) over the scopes s: what the user
+ * typed q, trimmed and lowercased, and PEP 503 normalised, are the exact
+ * names. Returns as db_search_query(). */
+static int query(struct worker *w, const struct scopes *s, const char *q,
+		 const char *words, struct db_search_hit *hits, size_t *n,
+		 char *err, size_t errlen)
+{
+	const struct conf *c = w->conf;
+	char lower[SEARCH_MAX_QUERY + 1], norm[NAMES_MAX_PROJECT + 1];
+	struct db_search_q dq = {.indexes = s->indexes,
+				 .registries = s->registries};
+	struct buf match, name_match;
+	size_t shown = 0, all = 0, len;
+	int rc;
+
+	/* the scopes go into the match too when some are left out, so
+	 * that the bounded candidates are all of them */
+	for (const char *p = s->indexes; *p; p++)
+		shown += *p == '\n';
+	for (const char *p = s->registries; *p; p++)
+		shown += *p == '\n';
+	shown -= (s->indexes[0] != '\0') + (s->registries[0] != '\0');
+	for (size_t i = 0; i < c->nindex; i++)
+		all += c->index[i].type != CONF_INDEX_VIRTUAL;
+	for (size_t i = 0; i < c->nregistry; i++)
+		all += c->registry[i].type != CONF_REGISTRY_VIRTUAL;
+	buf_init(&match, sizeof(s->indexes) * 3 + SEARCH_MAX_MATCH + 64);
+	buf_init(&name_match, SEARCH_MAX_MATCH + 64);
+	rc = buf_addf(&match, "(%s)", words) ||
+	     buf_addf(&name_match, "{name} : (%s)", words);
+	if (!rc && shown < all) {
+		char scopes[sizeof(s->indexes) + sizeof(s->registries)];
+		char filter[sizeof(scopes) * 2 + 64];
+
+		snprintf(scopes, sizeof(scopes), "%s%s", s->indexes,
+			 s->registries);
+		rc = search_scopes(scopes, filter, sizeof(filter)) ||
+		     buf_addf(&match, " AND %s", filter);
+	}
+	if (rc) {
+		snprintf(err, errlen, "query too long");
+		rc = EINVAL;
+		goto done;
+	}
+	len = strspn(q, " \t");
+	snprintf(lower, sizeof(lower), "%s", q + len);
+	len = strlen(lower);
+	while (len && (lower[len - 1] == ' ' || lower[len - 1] == '\t'))
+		lower[--len] = '\0';
+	for (char *p = lower; *p; p++)
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+	if (names_normalize(lower, norm, sizeof(norm)))
+		snprintf(norm, sizeof(norm), "%s", lower);
+	dq.match = buf_str(&match);
+	dq.name_match = buf_str(&name_match);
+	dq.exact[0] = lower;
+	dq.exact[1] = norm;
+	rc = db_search_query(w->db, &dq, hits, SEARCH_MAX_HITS, n, err, errlen);
+done:
+	buf_free(&match);
+	buf_free(&name_match);
+	return rc;
 }
 
 static int wants_json(struct req *r, const char *format)
@@ -225,7 +291,7 @@ void search_serve(struct worker *w, struct req *r)
 	const struct conf *c = w->conf;
 	const char *qs = r->query;
 	char q[SEARCH_MAX_QUERY + 1], index[128], registry[128], format[16];
-	char match[SEARCH_MAX_MATCH], err[256];
+	char words[SEARCH_MAX_MATCH], err[256];
 	struct db_search_hit *hits = NULL;
 	struct scopes *s = NULL;
 	struct out o = {.err = 0};
@@ -260,7 +326,7 @@ void search_serve(struct worker *w, struct req *r)
 		goto done;
 	}
 	json = wants_json(r, format);
-	if (search_match(q, match, sizeof(match), err, sizeof(err))) {
+	if (search_match(q, words, sizeof(words), err, sizeof(err))) {
 		req_error(r, 400, err);
 		goto done;
 	}
@@ -291,10 +357,8 @@ void search_serve(struct worker *w, struct req *r)
 			if (c->registry[i].type != CONF_REGISTRY_VIRTUAL)
 				add_registry(w, r, s, i, 0);
 	}
-	if (*match && (s->indexes[0] || s->registries[0])) {
-		rc = db_search_query(w->db, match, s->indexes, s->registries, 0,
-				     hits, SEARCH_MAX_HITS, &n, err,
-				     sizeof(err));
+	if (*words && (s->indexes[0] || s->registries[0])) {
+		rc = query(w, s, q, words, hits, &n, err, sizeof(err));
 		if (rc == EINVAL) {
 			char why[300];
 

@@ -73,8 +73,7 @@ static void utf8_text(sqlite3_stmt *st, int col, char *out, size_t len)
 	out[n] = '\0';
 }
 
-int db_search_query(struct db *db, const char *match, const char *indexes,
-		    const char *registries, long offset,
+int db_search_query(struct db *db, const struct db_search_q *q,
 		    struct db_search_hit *hits, size_t max, size_t *n,
 		    char *err, size_t errlen)
 {
@@ -84,11 +83,14 @@ int db_search_query(struct db *db, const char *match, const char *indexes,
 	*n = 0;
 	if (err && errlen)
 		err[0] = '\0';
-	BIND_TEXT(st, 1, match);
-	BIND_TEXT(st, 2, indexes);
-	BIND_TEXT(st, 3, registries);
+	BIND_TEXT(st, 1, q->match);
+	BIND_TEXT(st, 2, q->indexes);
+	BIND_TEXT(st, 3, q->registries);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)max);
-	sqlite3_bind_int64(st, 5, offset);
+	sqlite3_bind_int64(st, 5, q->offset);
+	BIND_TEXT(st, 6, q->exact[0]);
+	BIND_TEXT(st, 7, q->exact[1]);
+	BIND_TEXT(st, 8, q->name_match);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW && *n < max) {
 		struct db_search_hit *h = &hits[(*n)++];
 

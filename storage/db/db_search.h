@@ -39,14 +39,24 @@ struct db_search_hit {
 	char tags[2048];
 };
 
-/* Runs the FTS5 query match (common/search.h) over the rows of the
- * indexes named in indexes and the registries named in registries (each
- * name between '\n's: "\nmain\nhosted\n"), keeping those still held,
- * best first: up to max hits from the offset-th into hits (the caller's).
- * *n is how many. Returns 0; EINVAL when SQLite refused match, with its
- * reason in err; or EIO (logged). */
-int db_search_query(struct db *db, const char *match, const char *indexes,
-		    const char *registries, long offset,
+/* A search: FTS5 queries made by common/search.h. */
+struct db_search_q {
+	const char *match;      /* the words, anywhere */
+	const char *name_match; /* the words in a name: {name} : (...) */
+	const char *exact[2];   /* names found first, as they are */
+	const char *indexes;    /* what may be shown: each name between */
+	const char *registries; /* '\n's ("\nmain\nhosted\n") */
+	long offset;
+};
+
+/* Runs the search q over the rows of the indexes and registries it names,
+ * keeping those still held, best first (the exact names, then matches in
+ * a name, then the rest, each shortest name first; of the matches, the
+ * first few hundred in index order: db_search_sql.h): up to max hits from
+ * the offset-th into hits (the caller's). *n is how many. Returns 0;
+ * EINVAL when SQLite refused a query, with its reason in err; or EIO
+ * (logged). */
+int db_search_query(struct db *db, const struct db_search_q *q,
 		    struct db_search_hit *hits, size_t max, size_t *n,
 		    char *err, size_t errlen);
 

@@ -17,6 +17,7 @@
 	"  name TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '',"            \
 	"  keywords TEXT NOT NULL DEFAULT '', tags TEXT NOT NULL DEFAULT ''," \
 	"  UNIQUE (kind, scope, name));"                                     \
+	"CREATE INDEX IF NOT EXISTS search_docs_name ON search_docs (name);" \
 	"CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5("          \
 	"  scope, name, summary, keywords, tags,"                            \
 	"  content = 'search_docs', content_rowid = 'id');"                 \
@@ -56,6 +57,10 @@
 	" ' '), ''), 1, 2000) FROM oci_refs WHERE status = 200"              \
 	" GROUP BY registry, name;"
 
+/* How many matches of the words, and of the words in a name, are ranked
+ * (db_search_query()). */
+#define SEARCH_CANDIDATES "300"
+
 /* Whether the row d (of search_docs) still names something held. */
 #define SEARCH_HELD                                                          \
 	"(CASE d.kind WHEN 'pypi' THEN"                                      \
@@ -93,15 +98,27 @@
 			 " || ' ') = 0 AND length(tags) + length(excluded.tags)" \
 			 " < 2000",                                          \
 	/* ?2 and ?3: the indexes and registries that may be shown, each   \
-	 * name between newlines; best first (the name weighs most) */      \
+	 * name between newlines. FTS5's bm25() reads every match's sizes   \
+	 * (300 ms for a word in 60,000 of 100,000 summaries), so the       \
+	 * candidates are bounded: the exact name (?6, ?7), the first       \
+	 * SEARCH_CANDIDATES matches in a name (?8, the words in {name}),   \
+	 * the first SEARCH_CANDIDATES anywhere (?1); ranked in that order, \
+	 * a shorter name first */                                          \
 	[S_SEARCH_QUERY] = "SELECT d.kind, d.scope, d.name, d.summary,"      \
-			   " d.keywords, d.tags FROM search_fts"             \
-			   " JOIN search_docs d ON d.id = search_fts.rowid"  \
-			   " WHERE search_fts MATCH ?1 AND instr(CASE d.kind" \
-			   " WHEN 'pypi' THEN ?2 ELSE ?3 END, char(10) ||"   \
-			   " d.scope || char(10)) > 0 AND " SEARCH_HELD       \
-			   " ORDER BY bm25(search_fts, 0.5, 10.0, 4.0, 6.0," \
-			   " 4.0), d.name LIMIT ?4 OFFSET ?5",               \
+			   " d.keywords, d.tags FROM (SELECT id, min(k) AS k" \
+			   " FROM (SELECT id, 0 AS k FROM search_docs"        \
+			   " WHERE name IN (?6, ?7) UNION ALL SELECT * FROM"  \
+			   " (SELECT rowid, 1 FROM search_fts WHERE"          \
+			   " search_fts MATCH ?8 LIMIT " SEARCH_CANDIDATES    \
+			   ") UNION ALL SELECT * FROM (SELECT rowid, 2 FROM"  \
+			   " search_fts WHERE search_fts MATCH ?1 LIMIT "     \
+			   SEARCH_CANDIDATES ")) GROUP BY id) c"             \
+			   " JOIN search_docs d ON d.id = c.id"               \
+			   " WHERE instr(CASE d.kind WHEN 'pypi' THEN ?2"     \
+			   " ELSE ?3 END, char(10) || d.scope || char(10))"   \
+			   " > 0 AND " SEARCH_HELD                           \
+			   " ORDER BY c.k, length(d.name), d.name"            \
+			   " LIMIT ?4 OFFSET ?5",                            \
 	[S_SEARCH_DROP] = "DELETE FROM search_docs WHERE id IN (SELECT d.id" \
 			  " FROM search_docs d WHERE NOT " SEARCH_HELD ")",
 

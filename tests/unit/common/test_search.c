@@ -121,6 +121,26 @@ T(small_buffer)
 	CHECK_STR(out, "\"ab\"");
 }
 
+T(scopes)
+{
+	char out[64];
+
+	CHECK_INT(search_scopes("", out, sizeof(out)), 0);
+	CHECK_STR(out, "");
+	CHECK_INT(search_scopes("\n", out, sizeof(out)), 0);
+	CHECK_STR(out, "");
+	CHECK_INT(search_scopes("\nmain\n", out, sizeof(out)), 0);
+	CHECK_STR(out, "{scope} : (\"main\")");
+	CHECK_INT(search_scopes("\nroot/private\nhub\n", out, sizeof(out)),
+		  0);
+	CHECK_STR(out, "{scope} : (\"root/private\" OR \"hub\")");
+	CHECK_INT(search_scopes("\na\"b\n", out, sizeof(out)), 0);
+	CHECK_STR(out, "{scope} : (\"a\"\"b\")");
+	CHECK_INT(search_scopes("\nabcdefghijklmnopqrstuvwxyz0123456789\n"
+				"abcdefghij\n", out, sizeof(out)), ENOSPC);
+	CHECK_STR(out, "");
+}
+
 int main(void)
 {
 	RUN(match_table);
@@ -128,5 +148,6 @@ int main(void)
 	RUN(length_limit);
 	RUN(worst_case_fits);
 	RUN(small_buffer);
+	RUN(scopes);
 	return t_done();
 }
