@@ -142,7 +142,7 @@ static int query(struct worker *w, const struct scopes *s, const char *q,
 	buf_init(&match, sizeof(s->indexes) * 3 + SEARCH_MAX_MATCH + 64);
 	buf_init(&name_match, SEARCH_MAX_MATCH + 64);
 	rc = buf_addf(&match, "(%s)", words) ||
-	     buf_addf(&name_match, "{name} : (%s)", words);
+	     buf_addf(&name_match, "%s", words);
 	if (!rc && shown < all) {
 		char scopes[sizeof(s->indexes) + sizeof(s->registries)];
 		char filter[sizeof(scopes) * 2 + 64];

@@ -42,7 +42,7 @@ struct db_search_hit {
 /* A search: FTS5 queries made by common/search.h. */
 struct db_search_q {
 	const char *match;      /* the words, anywhere */
-	const char *name_match; /* the words in a name: {name} : (...) */
+	const char *name_match; /* the words, in a name */
 	const char *exact[2];   /* names found first, as they are */
 	const char *indexes;    /* what may be shown: each name between */
 	const char *registries; /* '\n's ("\nmain\nhosted\n") */

@@ -6,8 +6,9 @@
 
 /* What /+search finds (schema 11): one row per project of a cache or
  * hosted index (kind 'pypi', scope the index) and per repository of a
- * registry (kind 'oci', scope the registry), and an FTS5 index of its
- * text kept by triggers. A row outlives what it names (an evicted page, a
+ * registry (kind 'oci', scope the registry), an FTS5 index of its text
+ * and one of its names alone (a word common in summaries costs nothing
+ * there), kept by triggers. A row outlives what it names (an evicted page, a
  * removed upload, a deleted manifest): the query keeps only rows whose
  * project or repository is still held, and `larder search reindex' drops
  * the others. */
@@ -35,7 +36,20 @@
 	"  old.scope, old.name, old.summary, old.keywords, old.tags);"       \
 	"  INSERT INTO search_fts (rowid, scope, name, summary, keywords,"   \
 	"  tags) VALUES (new.id, new.scope, new.name, new.summary,"          \
-	"  new.keywords, new.tags); END;"
+	"  new.keywords, new.tags); END;"                                    \
+	"CREATE VIRTUAL TABLE IF NOT EXISTS search_names USING fts5(name,"   \
+	"  content = 'search_docs', content_rowid = 'id');"                 \
+	"CREATE TRIGGER IF NOT EXISTS search_names_ai AFTER INSERT ON"       \
+	"  search_docs BEGIN INSERT INTO search_names (rowid, name) VALUES"  \
+	"  (new.id, new.name); END;"                                         \
+	"CREATE TRIGGER IF NOT EXISTS search_names_ad AFTER DELETE ON"       \
+	"  search_docs BEGIN INSERT INTO search_names (search_names, rowid," \
+	"  name) VALUES ('delete', old.id, old.name); END;"                  \
+	"CREATE TRIGGER IF NOT EXISTS search_names_au AFTER UPDATE OF name"  \
+	"  ON search_docs BEGIN INSERT INTO search_names (search_names,"     \
+	"  rowid, name) VALUES ('delete', old.id, old.name);"                \
+	"  INSERT INTO search_names (rowid, name) VALUES (new.id, new.name);" \
+	"  END;"
 
 /* An image's tags, as one space-separated column: what is neither a
  * digest nor a list row (as S_OCI_TAGS), at most this many bytes. */
@@ -101,15 +115,15 @@
 	 * name between newlines. FTS5's bm25() reads every match's sizes   \
 	 * (300 ms for a word in 60,000 of 100,000 summaries), so the       \
 	 * candidates are bounded: the exact name (?6, ?7), the first       \
-	 * SEARCH_CANDIDATES matches in a name (?8, the words in {name}),   \
+	 * SEARCH_CANDIDATES matches in a name (?8 in search_names),        \
 	 * the first SEARCH_CANDIDATES anywhere (?1); ranked in that order, \
 	 * a shorter name first */                                          \
 	[S_SEARCH_QUERY] = "SELECT d.kind, d.scope, d.name, d.summary,"      \
 			   " d.keywords, d.tags FROM (SELECT id, min(k) AS k" \
 			   " FROM (SELECT id, 0 AS k FROM search_docs"        \
 			   " WHERE name IN (?6, ?7) UNION ALL SELECT * FROM"  \
-			   " (SELECT rowid, 1 FROM search_fts WHERE"          \
-			   " search_fts MATCH ?8 LIMIT " SEARCH_CANDIDATES    \
+			   " (SELECT rowid, 1 FROM search_names WHERE"        \
+			   " search_names MATCH ?8 LIMIT " SEARCH_CANDIDATES  \
 			   ") UNION ALL SELECT * FROM (SELECT rowid, 2 FROM"  \
 			   " search_fts WHERE search_fts MATCH ?1 LIMIT "     \
 			   SEARCH_CANDIDATES ")) GROUP BY id) c"             \

@@ -121,6 +121,16 @@ def test_hosted_upload_found_by_its_summary(stack, tmp_path):
     assert hits(base, q="frobnic*") == want          # a prefix
     assert hits(base, q="acme-widgets") == want      # the name
     assert hits(base, q="quantum nothere") == []     # every word must match
+    # ranked: the exact name, then the words in a name, then elsewhere
+    upload(st, "root/private", wheel_with(tmp_path / "q", "quantum", "1.0", "A plain name"), tok)
+    upload(st, "root/private", wheel_with(tmp_path / "qs", "quantum-sim", "1.0", "Simulates"),
+           tok)
+    assert hits(base, q="quantum") == [("project", "root/private", "quantum"),
+                                       ("project", "root/private", "quantum-sim")] + want
+    for v, name in (("1.0", "quantum"), ("1.0", "quantum-sim")):
+        p = up.larder_cli(cli(st), "remove", "--force", "root/private", name, v)
+        assert p.returncode == 0, p.stderr
+    assert hits(base, q="quantum") == want
     doc = search(base, q="quantum").json()
     assert doc["results"][0]["summary"] == "Frobnicates quantum widgets"
     assert doc["results"][0]["keywords"] == "gizmo, sprocket"
@@ -299,7 +309,8 @@ def test_schema_10_store_indexed_on_upgrade(stack, tmp_path):
     st.larder.stop()
     db = sqlite3.connect(os.path.join(st.data_dir, "larder.db"))
     try:
-        db.executescript("DROP TABLE search_fts; DROP TABLE search_docs;"
+        db.executescript("DROP TABLE search_fts; DROP TABLE search_names;"
+                         " DROP TABLE search_docs;"
                          " PRAGMA user_version = 10;")
     finally:
         db.close()
