@@ -1,6 +1,7 @@
 """Search (issue 25, docs/search.md): /+search finds a hosted upload by the
 words of its summary and keywords, a cached project once pip installed it
 (its summary from the metadata larder stored), an image once it was pushed
+or pulled through
 (registry, repository, tags); filters by index and registry; an index with
 read = token is searched only for a token that may read it; hostile query
 strings are a 400 with a one-line reason, never a 500; `larder search
@@ -343,3 +344,36 @@ def test_through_lighttpd(tmp_path):
         if fe is not None:
             fe.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_image_found_after_a_pull_through(tmp_path, wheel_dir):
+    """A cache registry: an image skopeo pulled through larder is found by
+    its name and tag; one nobody pulled is not."""
+    import ociup
+    from oci_images import KB, build_image
+    why = stackmod.missing_reason() or ociup.missing_reason()
+    if why:
+        pytest.skip(why)
+    reg = ociup.Registry(str(tmp_path / "registry")).start()
+    st = None
+    try:
+        img = build_image(str(tmp_path / "img"), [4 * KB], seed="search", tag="3.19")
+        ociup.push(img.layout, "3.19", "%s/library/pebble:3.19" % reg.host)
+        ociup.push(img.layout, "3.19", "%s/library/untouched:1" % reg.host)
+        extra = EXTRA + ociup.registry_section("up", "http://%s/" % reg.host, default=False)
+        st = stackmod.Stack(str(tmp_path / "stack"), wheel_dir, larder_extra_text=extra,
+                            larder_extra=dict(ociup.OCI_LARDER_KEYS)).start()
+        base = st.nginx.base
+        assert hits(base, q="pebble") == []
+        r = ociup.pull("%s/up/library/pebble:3.19" % base.split("://", 1)[1],
+                       str(tmp_path / "out"))
+        assert r.ok, r
+        assert hits(base, q="pebble") == [("image", "up", "library/pebble")]
+        assert hits(base, q="pebble", registry="up") == [("image", "up", "library/pebble")]
+        doc = search(base, q="pebble").json()
+        assert doc["results"][0]["tags"] == ["3.19"], doc
+        assert hits(base, q="untouched") == []
+    finally:
+        if st is not None:
+            st.stop()
+        reg.stop()
