@@ -1,12 +1,11 @@
 """Search (issue 25, docs/search.md): /+search finds a hosted upload by the
 words of its summary and keywords, a cached project once pip installed it
 (its summary from the metadata larder stored), an image once it was pushed
-or pulled through
-(registry, repository, tags); filters by index and registry; an index with
-read = token is searched only for a token that may read it; hostile query
-strings are a 400 with a one-line reason, never a 500; `larder search
-reindex` rebuilds the index from the store. Behind nginx, and the upload
-and search round trip again behind lighttpd."""
+or pulled through (registry, repository, tags); filters by index and
+registry; an index with read = token is searched only for a token that may
+read it; hostile query strings are a 400 with a one-line reason, never a
+500; `larder search reindex` rebuilds the index from the store. Behind
+nginx, and the upload and search round trip again behind lighttpd."""
 
 import hashlib
 import json
