@@ -7,6 +7,7 @@
 #include "common/http/route.h"
 #include "fcgi/access/auth.h"
 #include "fcgi/admin/landing.h"
+#include "fcgi/admin/search.h"
 #include "fcgi/admin/status.h"
 #include "fcgi/dispatch.h"
 #include "fcgi/oci/oci.h"
@@ -145,6 +146,9 @@ static void route(struct worker *w, struct req *r)
 		break;
 	case ROUTE_API:
 		landing_api(w, r);
+		break;
+	case ROUTE_SEARCH:
+		search_serve(w, r);
 		break;
 	case ROUTE_HOME:
 		landing_home(w, r);

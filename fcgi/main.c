@@ -31,6 +31,7 @@
 #include "fcgi/cmd/cmd.h"
 #include "fcgi/cmd/hosted_cmd.h"
 #include "fcgi/cmd/policy_cmd.h"
+#include "fcgi/cmd/search_cmd.h"
 #include "fcgi/cmd/token_cmd.h"
 #include "fcgi/cmd/warm.h"
 #include "fcgi/cmd/webhook_cmd.h"
@@ -55,6 +56,7 @@ static void usage(FILE *f)
 	      "       larder fsck [-c FILE] --scrub [--budget TIME] "
 	      "[--bytes SIZE]\n"
 	      "       larder gc [-c FILE] [--dry-run] [--max-size SIZE]\n"
+	      "       larder search reindex [-c FILE]\n"
 	      "       larder warm [--url BASE] -r FILE ... | --image REF ... "
 	      "(larder warm -h)\n"
 	      "       larder token add [-c FILE] --index NAME --actions "
@@ -364,6 +366,8 @@ int main(int argc, char **argv)
 		return token_main(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "policy") == 0)
 		return policy_main(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "search") == 0)
+		return search_cmd(argc - 1, argv + 1);
 	if (argc >= 2 && (strcmp(argv[1], "yank") == 0 ||
 			  strcmp(argv[1], "unyank") == 0 ||
 			  strcmp(argv[1], "remove") == 0))

@@ -12,6 +12,7 @@
 #include "storage/fill.h"
 #include "storage/health.h"
 #include "storage/lru.h"
+#include "storage/search_note.h"
 
 struct run {
 	struct db *db;
@@ -106,6 +107,12 @@ static void settle(struct db *db, const char *data_dir, struct flight *f,
 	}
 	if (!rc && !dberr)
 		lru_added(size);
+	/* a file's metadata (fetched under the key "meta:<the file's
+	 * sha256>", or made for meta_of): its summary, for /+search */
+	if (!rc && !dberr && (meta_of || (strncmp(key, "meta:", 5) == 0 &&
+					  strlen(key) == 5 + 64)))
+		search_note_file(db, data_dir, meta_of ? meta_of : key + 5,
+				 sha256);
 	if (rc)
 		unlink(f->tmp);
 	close(f->fd); /* lets go of the lock */

@@ -498,6 +498,10 @@ void route_parse(const struct conf *c, const char *method, const char *path,
 							    ROUTE_HOME);
 		goto method;
 	}
+	if (strcmp(path, "/+search") == 0) {
+		found(r, ROUTE_SEARCH);
+		goto method;
+	}
 	if (strcmp(path, "/metrics") == 0 || strcmp(path, "/+stats") == 0 ||
 	    strcmp(path, "/+status") == 0) {
 		found(r, path[1] == 'm'                  ? ROUTE_METRICS :

@@ -12,6 +12,7 @@
  *   /{index}/pypi/{project}/{version}/json
  *   GET /, /{index}/                      landing pages (HTML)
  *   GET /+api                             the indexes and registries (JSON)
+ *   GET /+search?q=                       search (HTML or JSON)
  *   POST /{index}/                        an upload (legacy API)
  *   POST /{index}/+yank/{project}/{version}, .../+unyank/...
  *   DELETE /{index}/+release/{project}/{version}[/{filename}]
@@ -46,6 +47,7 @@ enum route_kind {
 	ROUTE_JSON,           /* GET /{index}/pypi/{project}[/{version}]/json,
 	                         version "" for the project's */
 	ROUTE_API,            /* GET /+api */
+	ROUTE_SEARCH,         /* GET /+search (?q=...) */
 	ROUTE_HOME,           /* GET / */
 	ROUTE_INDEX_HOME,     /* GET /{index}/ */
 };

@@ -12,9 +12,14 @@ static const char unknown_salt[] = "00000000000000000000000000000000";
 static const char unknown_hash[] =
 	"0000000000000000000000000000000000000000000000000000000000000000";
 
+/* Set while auth_may() asks: a refusal is not answered. */
+static int quiet;
+
 /* Answers 401 with the challenge every client understands. */
 static int unauthorized(struct req *r, const char *reason)
 {
+	if (quiet)
+		return EACCES;
 	req_header(r, "WWW-Authenticate", "Basic realm=\"larder\"");
 	req_error(r, 401, reason);
 	return EACCES;
@@ -22,6 +27,8 @@ static int unauthorized(struct req *r, const char *reason)
 
 static int forbidden(struct req *r, const char *reason)
 {
+	if (quiet)
+		return EACCES;
 	req_error(r, 403, reason);
 	return EACCES;
 }
@@ -50,7 +57,8 @@ int auth_allow(struct worker *w, struct req *r, int url_idx, int target_idx,
 		return unauthorized(r, "bad credentials");
 	}
 	if (rc) {
-		req_error(r, 500, "cannot read the tokens");
+		if (!quiet)
+			req_error(r, 500, "cannot read the tokens");
 		return EACCES;
 	}
 	/* the secret first: nothing is said of a token to who lacks it */
@@ -90,6 +98,17 @@ int auth_allow(struct worker *w, struct req *r, int url_idx, int target_idx,
 		return forbidden(r, why);
 	}
 	return 0;
+}
+
+int auth_may(struct worker *w, struct req *r, int idx, unsigned action,
+	     const char *project)
+{
+	int rc;
+
+	quiet = 1;
+	rc = auth_allow(w, r, idx, idx, action, project);
+	quiet = 0;
+	return rc;
 }
 
 int auth_read_token(const struct worker *w, int idx)

@@ -30,6 +30,10 @@
 int auth_allow(struct worker *w, struct req *r, int url_idx, int target_idx,
                unsigned action, const char *project);
 
+/* As auth_allow() on index idx through its own URL, but answers nothing:
+ * 0 or EACCES. */
+int auth_may(struct worker *w, struct req *r, int idx, unsigned action,
+	     const char *project);
 
 /* Whether reading index idx needs a token (token_read_required(): it or
  * a layer has read = token), worked out once per process and config, so

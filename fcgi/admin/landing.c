@@ -56,8 +56,11 @@ static void jstr(struct out *o, const char *s)
  * upstream's credentials are not for a public page). */
 static void public_url(const char *url, char *out, size_t len)
 {
-	const char *auth = strstr(url, "://"), *at, *end;
+	const char *auth, *at, *end;
 
+	if (!url) /* a hosted or virtual registry has none */
+		url = "";
+	auth = strstr(url, "://");
 	if (!auth) {
 		snprintf(out, len, "%s", url);
 		return;
@@ -207,6 +210,8 @@ static void foot(struct out *o, const char *b)
 	add(o, "<p><a href=\"");
 	html(o, b);
 	add(o, "/\">all indexes</a> &middot; <a href=\"");
+	html(o, b);
+	add(o, "/+search\">search</a> &middot; <a href=\"");
 	html(o, b);
 	add(o, "/+status\">status</a> &middot; <a href=\"");
 	html(o, b);

@@ -18,6 +18,7 @@
 #include "fcgi/pypi/pages.h"
 #include "storage/blob.h"
 #include "storage/lru.h"
+#include "storage/search_note.h"
 #include "storage/webhook.h"
 
 /* The most a rendering of a hosted page may take. */
@@ -377,6 +378,9 @@ int hosted_publish(struct worker *w, int idx, const struct db_hosted *h,
 	snprintf(file.project, sizeof(file.project), "%s", h->project);
 	if (!rc)
 		rc = db_hosted_put(w->db, ix->name, &row);
+	if (!rc) /* its summary and keywords, for /+search */
+		search_note_meta(w->db, w->conf->data_dir, ix->name,
+				 h->project, h->meta_sha);
 	if (!rc)
 		rc = db_file_put(w->db, ix->name, h->sha256, h->filename,
 				 &file);

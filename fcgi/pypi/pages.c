@@ -23,6 +23,7 @@
 #include "fcgi/pypi/quarantine.h"
 #include "fcgi/pypi/virtual.h"
 #include "storage/blob.h"
+#include "storage/db/db_search.h"
 #include "storage/flight.h"
 #include "storage/gc.h"
 #include "storage/health.h"
@@ -334,6 +335,8 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	}
 	if (!rc)
 		rc = db_page_put(w->db, ix->name, project, p);
+	if (!rc && p->status == 200) /* found by /+search from now on */
+		(void)db_search_name(w->db, ix->name, project);
 	if (!rc && have)
 		rc = pages_note_replaced(w, &old, p, now);
 	if (!rc)

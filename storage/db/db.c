@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "storage/db/db.h"
+#include "storage/db/db_search_sql.h"
 #include "storage/db/db_sql.h"
 
 #define STRINGIFY_(x) #x
@@ -84,6 +85,7 @@ static const char schema[] =
 	"  registry TEXT NOT NULL, scope TEXT NOT NULL, value TEXT NOT NULL,"
 	"  expires_at INTEGER NOT NULL,"
 	"  PRIMARY KEY (registry, scope));"
+	SEARCH_SCHEMA
 	"CREATE TABLE IF NOT EXISTS blobs ("
 	"  sha256 TEXT PRIMARY KEY, size INTEGER NOT NULL,"
 	"  used_at INTEGER NOT NULL);"
@@ -298,6 +300,7 @@ static const char *const sql[S_COUNT] = {
 				 " AND ref NOT LIKE '/blob/%'",
 	[S_OCI_BLOB_DELETE] = "DELETE FROM oci_blobs WHERE registry = ?1"
 			      " AND name = ?2 AND sha256 = ?3",
+	SEARCH_STATEMENTS
 	[S_OCI_REPO_KNOWN] = "SELECT 1 FROM oci_refs WHERE registry = ?1"
 			     " AND name = ?2 AND status = 200 LIMIT 1",
 	/* a row's size only grows: a page's .gz copy made after its blob
@@ -468,6 +471,8 @@ static int schema_up(struct db *db)
 		if (v < 11 && add_columns(db))
 			break;
 		if (sqlite3_exec(db->conn, schema, NULL, NULL, NULL) != SQLITE_OK ||
+		    (v < 11 && sqlite3_exec(db->conn, SEARCH_FROM_STORE, NULL,
+					    NULL, NULL) != SQLITE_OK) ||
 		    sqlite3_exec(db->conn, "PRAGMA user_version = "
 				 STRINGIFY(SCHEMA_VERSION), NULL, NULL,
 				 NULL) != SQLITE_OK)

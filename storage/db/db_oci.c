@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/json.h"
+#include "storage/db/db_search.h"
 #include "storage/db/db_sql.h"
 
 int db_oci_ref_get(struct db *db, const char *registry, const char *name,
@@ -34,6 +36,7 @@ int db_oci_ref_put(struct db *db, const char *registry, const char *name,
                    const char *ref, const struct db_oci_ref *r)
 {
 	sqlite3_stmt *st = db_stmt(db, S_OCI_REF_PUT);
+	int err;
 
 	BIND_TEXT(st, 1, registry);
 	BIND_TEXT(st, 2, name);
@@ -44,7 +47,13 @@ int db_oci_ref_put(struct db *db, const char *registry, const char *name,
 	BIND_TEXT(st, 7, r->etag);
 	sqlite3_bind_int64(st, 8, r->fetched_at);
 	sqlite3_bind_int64(st, 9, r->ttl);
-	return db_run(db, st, "oci ref put");
+	err = db_run(db, st, "oci ref put");
+	/* a repository held is found by /+search, a tag (neither a digest
+	 * nor a list row) by its name too; a miss there fails nothing */
+	if (!err && r->status == 200)
+		(void)db_search_tag(db, registry, name,
+				    strchr(ref, ':') || *ref == '/' ? "" : ref);
+	return err;
 }
 
 int db_oci_ref_touch(struct db *db, const char *registry, const char *name,
