@@ -136,6 +136,93 @@ static void hint_likely(struct worker *w, const struct conf_index *ix,
 	snprintf(h->filename, sizeof(h->filename), "%s", f->filename);
 }
 
+/* Whether the gzip'd copies of the renderings a page fetch stores wait
+ * until the answer is out (the caller said it makes them then). */
+static int copies_later(const struct worker *w)
+{
+	return pypi_proc()->copies.can_defer && !w->cgi;
+}
+
+/* Stores a rendering: with its gzip'd copy (blob_put_page), or alone when
+ * the copy is made after the answer. *size is what it takes in the store,
+ * its copy's bytes included. Returns 0 or an errno. */
+static int put_rendering(struct worker *w, const struct buf *b,
+			 char sha256[65], long long *size)
+{
+	const char *data_dir = w->conf->data_dir;
+	long long gz;
+	int rc;
+
+	if (!copies_later(w))
+		return blob_put_page(data_dir, b->data, b->len, sha256, size);
+	rc = blob_put(data_dir, b->data, b->len, sha256);
+	gz = rc ? -1 : blob_gz_size(data_dir, sha256);
+	*size = (long long)b->len + (gz > 0 ? gz : 0);
+	return rc;
+}
+
+/* Notes a rendering just stored without its gzip'd copy, for
+ * pages_make_copies(). */
+static void copies_note(struct worker *w, const char *sha256)
+{
+	struct pypi_copies *c = &pypi_proc()->copies;
+
+	if (!copies_later(w) || (size_t)c->n >= sizeof(c->sha256) /
+						 sizeof(c->sha256[0]) ||
+	    blob_gz_size(w->conf->data_dir, sha256) >= 0)
+		return;
+	for (int i = 0; i < c->n; i++)
+		if (strcmp(c->sha256[i], sha256) == 0)
+			return;
+	memcpy(c->sha256[c->n++], sha256, 65);
+}
+
+int pages_copy_pending(const char *sha256)
+{
+	const struct pypi_copies *c = &pypi_proc()->copies;
+
+	for (int i = 0; i < c->n; i++)
+		if (strcmp(c->sha256[i], sha256) == 0)
+			return 1;
+	return 0;
+}
+
+void pages_make_copies(struct worker *w)
+{
+	struct pypi_copies *c = &pypi_proc()->copies;
+	const char *data_dir = w->conf->data_dir;
+	struct blob_gz g;
+	int rc;
+
+	for (int i = 0; i < c->n; i++) {
+		/* (a rendering is at most twice the page) */
+		rc = blob_gz_prepare(data_dir, c->sha256[i],
+				     (size_t)w->conf->max_page_size * 2, &g);
+		if (rc || g.fd < 0) {
+			/* gone meanwhile (evicted): nothing to copy */
+			if (rc && rc != ENOENT)
+				log_warn(rc, c->sha256[i], "gzip'd copy");
+			continue;
+		}
+		/* under the collectors' lock: the blob stays while its copy
+		 * is named and counted in its size */
+		rc = db_begin(w->db);
+		if (!rc)
+			rc = blob_gz_publish(data_dir, c->sha256[i], &g);
+		if (!rc)
+			rc = db_blob_add(w->db, c->sha256[i], g.plain + g.size);
+		if (!rc)
+			rc = db_commit(w->db);
+		if (rc) {
+			blob_gz_discard(&g);
+			db_rollback(w->db);
+			continue;
+		}
+		lru_added(g.size);
+	}
+	c->n = 0;
+}
+
 /* Parses and renders an upstream 200, stores both renderings and the file
  * list, and writes the page row; the renderings it replaces (old, when
  * have) become garbage. */
@@ -151,7 +238,6 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	long long mature = -1;
 	struct buf json, html;
 	long long js = 0, hs = 0; /* their bytes in the store, .gz too */
-	const char *data_dir = w->conf->data_dir;
 	struct db_page old = *p;
 	int is_list = !*project;
 	int rc;
@@ -219,11 +305,9 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	if (!rc)
 		worker_make_room(w, w->db, (long long)(json.len + html.len));
 	if (!rc)
-		rc = blob_put_page(data_dir, json.data, json.len, p->json_sha,
-				   &js);
+		rc = put_rendering(w, &json, p->json_sha, &js);
 	if (!rc)
-		rc = blob_put_page(data_dir, html.data, html.len, p->html_sha,
-				   &hs);
+		rc = put_rendering(w, &html, p->html_sha, &hs);
 	if (rc) {
 		snprintf(err, errlen, "%s: storing the page: %s", f->url,
 			 strerror(rc));
@@ -288,6 +372,8 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		db_rollback(w->db);
 		snprintf(err, errlen, "%s: database error", f->url);
 	} else {
+		copies_note(w, p->json_sha);
+		copies_note(w, p->html_sha);
 		if (pypi_proc()->prefetching)
 			pypi_proc()->prefetched++;
 		/* a prefetched page hints at nothing: one level deep */

@@ -53,6 +53,19 @@ int pages_keep_renderings(struct worker *w, const struct buf *json,
 			  const struct buf *html, const struct db_page *p,
 			  long long *js, long long *hs);
 
+/* Makes the gzip'd copies of the renderings that page fetches stored
+ * while the process's copies.can_defer was set (fcgi/pypi/proc.h): called
+ * once the answer is out, so a cold page is not held by deflating and
+ * syncing them; that answer went out plain. A copy goes into the store
+ * and into its blob's size under the collectors' lock, made from the
+ * stored blob held to its name (blob_gz_prepare). Clears the list. */
+void pages_make_copies(struct worker *w);
+
+/* Whether blob sha256 is a rendering whose copy pages_make_copies() is to
+ * make: its answer is not one for the web server's cache to keep for a
+ * client that takes gzip. */
+int pages_copy_pending(const char *sha256);
+
 /* What a prefetch of a page would do (pages_wanted()). */
 enum pages_want {
 	PAGES_FRESH,   /* nothing: it is fresh here (or a hosted index's) */
