@@ -91,6 +91,7 @@ void pypi_simple(struct worker *w, struct req *r, const struct route *rt)
 	 * not the names of an index that takes a token to read */
 	if (*project && !auth_read_token(w, rt->index))
 		stats_top_add(STATS_TOP_PROJECTS, project);
+	pypi_proc()->copies.n = 0; /* (one an earlier request left) */
 again:
 	pypi_proc()->hint.index = -1;
 	pypi_proc()->revalidate.index = -1;
