@@ -144,8 +144,8 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 PYPI_WORKLOADS = ["install", "parallel-install", "throughput-cold", "slow-misses",
                   "throughput-hot", "metadata", "cold-files", "cold-pages", "swarm",
-                  "small-files", "endpoints", "bounded"] + hostedmod.WORKLOADS + cooldownmod.WORKLOADS + \
-    metasynthmod.WORKLOADS + compressedmod.WORKLOADS
+                  "small-files", "endpoints", "bounded"] + hostedmod.WORKLOADS + \
+    cooldownmod.WORKLOADS + metasynthmod.WORKLOADS + compressedmod.WORKLOADS
 WORKLOADS = PYPI_WORKLOADS + ocimod.WORKLOADS
 EXTRA_WORKLOADS = []
 MB = 1e6
