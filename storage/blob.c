@@ -403,49 +403,125 @@ static int deflate_to(int fd, const void *p, size_t n, long long *out)
 	return err;
 }
 
+/* Deflates n bytes at p into a new temp file, made readable and synced,
+ * for g. Returns 0 with g->fd >= 0 and g->size the copy's bytes, 0 with
+ * g->fd -1 when the copy would not be smaller, or an errno (logged;
+ * nothing left behind). */
+static int gz_write(const char *data_dir, const void *p, size_t n,
+		    struct blob_gz *g)
+{
+	int err;
+
+	g->fd = -1;
+	g->size = 0;
+	err = blob_tmp(data_dir, g->tmp, sizeof(g->tmp), &g->fd);
+	if (err)
+		return err;
+	flock(g->fd, LOCK_EX); /* as blob_put's: a sweep leaves it */
+	err = deflate_to(g->fd, p, n, &g->size);
+	if (err == EFBIG) {
+		blob_gz_discard(g);
+		return 0;
+	}
+	if (!err && fchmod(g->fd, blob_mode()) < 0) /* as blob_commit's */
+		err = errno;
+	/* the copy's bytes are on disk before its name is: a crash may lose
+	 * the copy, never leave a wrong one */
+	if (!err && fsync(g->fd) < 0)
+		err = errno;
+	if (err) {
+		log_warn(err, g->tmp, "writing a gzip'd copy");
+		blob_gz_discard(g);
+	}
+	return err;
+}
+
+/* Renames g into place as blob sha256's copy. No directory fsync: a
+ * rename a crash loses only means the page goes out plain until its copy
+ * is made again (blob_put_page, pages' deferred copies). Returns 0 or an
+ * errno; g is spent either way. */
+static int gz_rename(const char *data_dir, const char *sha256,
+		     struct blob_gz *g)
+{
+	char path[PATH_MAX];
+	int err = blob_gz_path(data_dir, sha256, path, sizeof(path));
+
+	/* a copy made meanwhile by another process holds the same bytes */
+	if (!err && rename(g->tmp, path) < 0)
+		err = errno;
+	if (err) {
+		log_warn(err, path, "storing the gzip'd copy");
+		blob_gz_discard(g);
+		return err;
+	}
+	close(g->fd);
+	g->fd = -1;
+	return 0;
+}
+
+void blob_gz_discard(struct blob_gz *g)
+{
+	if (g->fd < 0)
+		return;
+	unlink(g->tmp);
+	close(g->fd);
+	g->fd = -1;
+}
+
 /* Writes blob sha256's gzip'd copy from its n bytes at p. Returns 0 with
  * *size its bytes (0: not made, it would not be smaller), or an errno. */
 static int put_gz(const char *data_dir, const void *p, size_t n,
 		  const char *sha256, long long *size)
 {
-	char tmp[PATH_MAX], path[PATH_MAX];
-	int fd, err;
+	struct blob_gz g;
+	int err = gz_write(data_dir, p, n, &g);
 
 	*size = 0;
-	err = blob_gz_path(data_dir, sha256, path, sizeof(path));
-	if (err)
+	if (err || g.fd < 0)
 		return err;
-	err = blob_tmp(data_dir, tmp, sizeof(tmp), &fd);
+	*size = g.size;
+	err = gz_rename(data_dir, sha256, &g);
 	if (err)
-		return err;
-	flock(fd, LOCK_EX); /* as blob_put's: a sweep leaves it */
-	err = deflate_to(fd, p, n, size);
-	if (err == EFBIG) {
 		*size = 0;
-		err = 0;
-		goto out;
-	}
-	if (!err && fchmod(fd, blob_mode()) < 0) /* as blob_commit's */
-		err = errno;
-	if (!err && fsync(fd) < 0)
-		err = errno;
-	/* a copy made meanwhile by another process holds the same bytes */
-	if (!err && rename(tmp, path) < 0)
-		err = errno;
-	if (err) {
-		log_warn(err, path, "storing the gzip'd copy");
-		*size = 0;
-		goto out;
-	}
-	close(fd);
-	err = sync_dir(path);
-	if (err)
-		log_warn(err, path, "fsync directory");
-	return 0;
-out:
-	unlink(tmp);
-	close(fd);
 	return err;
+}
+
+int blob_gz_prepare(const char *data_dir, const char *sha256, size_t max,
+		    struct blob_gz *g)
+{
+	struct buf b;
+	char got[65];
+	int err;
+
+	g->fd = -1;
+	g->size = g->plain = 0;
+	if (blob_gz_size(data_dir, sha256) >= 0)
+		return 0;
+	buf_init(&b, max);
+	err = blob_read(data_dir, sha256, &b);
+	/* held to its name: a copy is only ever of the blob's own bytes */
+	if (!err)
+		err = sha256_hex(b.data ? b.data : "", b.len, got);
+	if (!err && strcmp(got, sha256) != 0)
+		err = EINVAL;
+	if (!err) {
+		g->plain = (long long)b.len;
+		err = gz_write(data_dir, b.data ? b.data : "", b.len, g);
+	}
+	buf_free(&b);
+	return err;
+}
+
+int blob_gz_publish(const char *data_dir, const char *sha256,
+		    struct blob_gz *g)
+{
+	if (g->fd < 0)
+		return 0;
+	if (!blob_exists(data_dir, sha256)) {
+		blob_gz_discard(g);
+		return ENOENT;
+	}
+	return gz_rename(data_dir, sha256, g);
 }
 
 int blob_put_page(const char *data_dir, const void *p, size_t n,

@@ -5,14 +5,18 @@
  * lock and never see half a file. A blob's name is its sha256.
  *
  * A page rendering may have a gzip'd copy beside it, <hex>.gz, published
- * the same way after the blob (so a .gz never names bytes not in the
- * store but for a moment of eviction), which web servers send to clients
- * that accept gzip. It belongs to its blob: the inventory counts both in
+ * after the blob (so a .gz never names bytes not in the store but for a
+ * moment of eviction), which web servers send to clients that accept
+ * gzip: fsynced before its rename like a blob, but its directory is not
+ * (a copy a crash loses is made again; the page goes out plain meanwhile).
+ * It is made with the blob (blob_put_page) or, for a page answered before
+ * its copy, from the stored blob afterwards (blob_gz_prepare). It belongs to its blob: the inventory counts both in
  * the blob's size, and whatever deletes the blob deletes it first.
  */
 #ifndef LARDER_BLOB_H
 #define LARDER_BLOB_H
 
+#include <limits.h>
 #include <stddef.h>
 
 #include "common/buf.h"
@@ -83,6 +87,34 @@ long long blob_gz_size(const char *data_dir, const char *sha256);
  * plain). */
 int blob_put_page(const char *data_dir, const void *p, size_t n,
 		  char sha256[65], long long *size);
+
+/* A gzip'd copy made and synced under DATA/tmp, not yet published. */
+struct blob_gz {
+	char tmp[PATH_MAX];
+	int fd;                 /* -1: nothing to publish */
+	long long size;         /* the copy's bytes */
+	long long plain;        /* the blob's bytes */
+};
+
+/* Makes blob sha256's gzip'd copy from the blob in the store, read back
+ * (up to max bytes) and held to its name first, into a synced temp file
+ * for blob_gz_publish(). Returns 0 with g->fd >= 0; 0 with g->fd -1 when
+ * there is nothing to publish (the blob has its copy, or a copy would not
+ * be smaller); ENOENT when the blob is gone, EFBIG when it is over max,
+ * EINVAL when its bytes are not sha256's, or another errno. g holds
+ * nothing on error. */
+int blob_gz_prepare(const char *data_dir, const char *sha256, size_t max,
+		    struct blob_gz *g);
+
+/* Publishes g (from blob_gz_prepare) as blob sha256's copy while the blob
+ * is in the store: the caller holds the lock the collectors unlink under
+ * (storage/gc.h), so it stays. Returns 0, ENOENT when the blob went (the
+ * copy is discarded), or an errno; g is spent either way. */
+int blob_gz_publish(const char *data_dir, const char *sha256,
+		    struct blob_gz *g);
+
+/* Drops an unpublished g (removes its temp file). */
+void blob_gz_discard(struct blob_gz *g);
 
 /* As blob_keep_page, for a blob put by blob_put: puts the n bytes at p
  * again when blob sha256 went since. Returns 0, EINVAL when they are not

@@ -30,6 +30,9 @@ party with an empty state) and warm, in rounds whose party order rotates:
   cold-files        48 cold wheels one after another on a kept-alive
                     connection (files/s), and the CPU the larder processes
                     spend per file beyond hashing it (ms)
+  cold-pages        the project page of every project pip installs, cold,
+                    one after another with pip's headers (median and sum
+                    of the latencies, ms)
   swarm             warm project pages with the installer Accept header:
                     wrk with 1 and 32 connections (closed loop, peak req/s),
                     on the 0.5 MB page and on a small page
@@ -140,9 +143,9 @@ JSON_ACCEPT = stack.PIP_ACCEPT
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 PYPI_WORKLOADS = ["install", "parallel-install", "throughput-cold", "slow-misses",
-                  "throughput-hot", "metadata", "cold-files", "swarm", "small-files", "endpoints",
-                  "bounded"] + hostedmod.WORKLOADS + cooldownmod.WORKLOADS + \
-    metasynthmod.WORKLOADS + compressedmod.WORKLOADS
+                  "throughput-hot", "metadata", "cold-files", "cold-pages", "swarm",
+                  "small-files", "endpoints", "bounded"] + hostedmod.WORKLOADS + \
+    cooldownmod.WORKLOADS + metasynthmod.WORKLOADS + compressedmod.WORKLOADS
 WORKLOADS = PYPI_WORKLOADS + ocimod.WORKLOADS
 EXTRA_WORKLOADS = []
 MB = 1e6
@@ -1102,6 +1105,46 @@ class Bench:
                     client.close()
                     self.done(p)
 
+    def w_cold_pages(self):
+        projects = sorted(self.corpus["install_closure"])
+        self.res.workload(
+            "cold-pages", "%d cold project pages, one after another" % len(projects), "ms",
+            "lower", "direct", ["median", "total"],
+            "The project page of every project pip installs (the install closure, the "
+            "2.5 MB page included), fetched one after another with pip's Accept and "
+            "Accept-Encoding on a kept-alive connection from a party with an empty "
+            "state: the median of their latencies (request sent to body read) and their "
+            "sum. Against direct, what a cache adds to a page miss on top of the "
+            "upstream's answer across the WAN.")
+        for rnd in range(self.rounds("cold-pages")):
+            for pname in self.rotate(self.caches(), rnd):
+                p = self.fresh(pname)
+                client = Client()
+                try:
+                    self._cold_pages(p, rnd, client, projects)
+                finally:
+                    client.close()
+                    self.done(p)
+
+    def _cold_pages(self, p, rnd, client, projects):
+        h = {"Accept": JSON_ACCEPT, "Accept-Encoding": "gzip, deflate"}
+        times, bad = [], 0
+        with Meter(p) as m:
+            for project in projects:
+                url = urljoin(p.index_url, project + "/")
+                t = time.monotonic()
+                status, _, body = client.get(url, h)
+                times.append((time.monotonic() - t) * 1000)
+                if status != 200 or not body:
+                    bad += 1
+                    self.fail("%s cold-pages: %s: %s" % (p.name, url, status))
+        med, total = statistics.median(times), sum(times)
+        extra = {"ms": [round(t, 1) for t in times], "max_ms": max(times)}
+        self.res.add("cold-pages", p.name, "median", med, m, errors=bad, extra=extra)
+        self.res.add("cold-pages", p.name, "total", total, m, errors=bad)
+        log("cold-pages round %d %-18s %d pages: median %6.1f ms, max %6.1f ms, "
+            "total %7.1f ms" % (rnd + 1, p.name, len(projects), med, max(times), total))
+
     def _larder_cpu(self, p):
         """CPU of the party's larder processes: (user ticks, system ticks),
         each with the children's (fields 14 to 17 of /proc/PID/stat: a worker
@@ -1773,6 +1816,7 @@ def main(argv=None):
                   "slow-misses": bench.w_slow_misses,
                   "throughput-hot": bench.w_throughput_hot, "metadata": bench.w_metadata,
                   "cold-files": bench.w_cold_files,
+                  "cold-pages": bench.w_cold_pages,
                   "swarm": bench.w_swarm, "small-files": bench.w_small_files,
                   "endpoints": bench.w_endpoints,
                   "bounded": lambda: extra_goals.extend(

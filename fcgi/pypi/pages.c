@@ -15,6 +15,7 @@
 #include "common/pypi/html.h"
 #include "common/pypi/policy.h"
 #include "common/pypi/simple.h"
+#include "fcgi/pypi/copies.h"
 #include "fcgi/pypi/events.h"
 #include "fcgi/pypi/hosted.h"
 #include "fcgi/pypi/metadata.h"
@@ -185,7 +186,6 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	long long mature = -1;
 	struct buf json, html;
 	long long js = 0, hs = 0; /* their bytes in the store, .gz too */
-	const char *data_dir = w->conf->data_dir;
 	struct db_page old = *p;
 	int is_list = !*project;
 	int rc;
@@ -264,11 +264,9 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	if (!rc)
 		worker_make_room(w, w->db, (long long)(json.len + html.len));
 	if (!rc)
-		rc = blob_put_page(data_dir, json.data, json.len, p->json_sha,
-				   &js);
+		rc = copies_put_rendering(w, &json, p->json_sha, &js);
 	if (!rc)
-		rc = blob_put_page(data_dir, html.data, html.len, p->html_sha,
-				   &hs);
+		rc = copies_put_rendering(w, &html, p->html_sha, &hs);
 	if (rc) {
 		snprintf(err, errlen, "%s: storing the page: %s", f->url,
 			 strerror(rc));
@@ -347,6 +345,8 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		db_rollback(w->db);
 		snprintf(err, errlen, "%s: database error", f->url);
 	} else {
+		copies_note(w, p->json_sha);
+		copies_note(w, p->html_sha);
 		if (pypi_proc()->prefetching)
 			pypi_proc()->prefetched++;
 		/* a prefetched page hints at nothing: one level deep */

@@ -11,6 +11,7 @@
 #include "common/pypi/cooldown.h"
 #include "common/pypi/policy.h"
 #include "fcgi/access/auth.h"
+#include "fcgi/pypi/copies.h"
 #include "fcgi/pypi/listing.h"
 #include "fcgi/pypi/metadata.h"
 #include "fcgi/pypi/pages.h"
@@ -92,13 +93,16 @@ void pypi_simple(struct worker *w, struct req *r, const struct route *rt)
 	 * not the names of an index that takes a token to read */
 	if (*project && !auth_read_token(w, rt->index))
 		stats_top_add(STATS_TOP_PROJECTS, project);
+	pypi_proc()->copies.n = 0; /* (one an earlier request left) */
 again:
 	pypi_proc()->hint.index = -1;
 	pypi_proc()->revalidate.index = -1;
 	pypi_proc()->revalidate.can_defer = 1;
+	pypi_proc()->copies.can_defer = 1;
 	rc = pages_get(w, rt->index, project, &p, &r->cache, err,
 		       sizeof(err));
 	pypi_proc()->revalidate.can_defer = 0;
+	pypi_proc()->copies.can_defer = 0;
 	if (rc == ENOENT) {
 		req_header(r, "Vary", "Accept");
 		req_error(r, 404, *project ? "no such project" :
@@ -124,6 +128,8 @@ again:
 	o.inline_body = o.front_cache = cache && strcmp(cache, "1") == 0;
 	o.whole = r->cache && strcmp(r->cache, "STALE") == 0;
 	o.content_type = accept_content_type(fmt);
+	o.gzip_later = copies_pending(fmt == ACCEPT_JSON ? p.json_sha :
+							       p.html_sha);
 	rc = send_blob(w, r, fmt == ACCEPT_JSON ? p.json_sha : p.html_sha, &o);
 	if (rc == ENOENT && !retried) {
 		/* a rendering gone from the store: fetch the page again */
@@ -134,16 +140,20 @@ again:
 	if (rc) {
 		req_error(r, 500, "cached page is missing from the store");
 	} else if (pypi_proc()->hint.index >= 0 ||
-		   pypi_proc()->revalidate.index >= 0) {
+		   pypi_proc()->revalidate.index >= 0 ||
+		   pypi_proc()->copies.n) {
 		/* the page is answered: the client reads it while the
-		 * metadata it likely wants next comes, or while the stale
-		 * page it got is refreshed (stale_while_revalidate) */
+		 * metadata it likely wants next comes, while the page's
+		 * gzip'd copies are made, or while the stale page it got is
+		 * refreshed (stale_while_revalidate) */
 		req_end(r, 0);
 		prefetch(w);
+		copies_make(w);
 		pages_revalidate(w);
 	}
 	pypi_proc()->hint.index = -1;
 	pypi_proc()->revalidate.index = -1;
+	pypi_proc()->copies.n = 0;
 }
 
 int pypi_offline(const struct worker *w, int idx, char *err, size_t errlen)

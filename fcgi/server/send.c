@@ -261,8 +261,12 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 		req_header_date(r, "Expires", o->expires);
 	/* nginx keeps an answer under its URL whatever the method: never a
 	 * HEAD's, which has no body, for the GETs after it; never one that
-	 * needed a token (it would hand it to anyone) */
-	if (o->front_cache && (r->private_index || r->head)) {
+	 * needed a token (it would hand it to anyone); never a page sent
+	 * plain to a client that takes gzip while its copy is being made */
+	if (o->front_cache &&
+	    (r->private_index || r->head ||
+	     (o->gzip_later &&
+	      accept_gzip(req_env(r, "HTTP_ACCEPT_ENCODING"))))) {
 		req_header(r, "X-Accel-Expires", "0");
 	} else if (o->expires && o->front_cache) {
 		long long last = o->expires - 1; /* the last second fresh */

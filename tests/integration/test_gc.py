@@ -181,7 +181,11 @@ def test_evicted_file_and_page_come_back(stack, dists):
     assert stack.get(page_path("larder-demo-a"), accept=PIP_ACCEPT).status == 200
     r = stack.get(file_url(stack, dists, A11))
     assert r.status == 200, r
-    assert os.path.exists(blob_file(stack.data_dir, dists[A11].sha256))
+    # (a miss is streamed to the client as it is stored: the blob is
+    # published just after the answer ends, and the page's worker may be
+    # making the page's gzip'd copies meanwhile)
+    assert stackmod.wait_for(
+        lambda: os.path.exists(blob_file(stack.data_dir, dists[A11].sha256)), 5)
     time.sleep(2.5)   # stale page, past gc_grace
     before = evicted_metrics(stack)
     rc, out = larder_gc(stack.larder, "--max-size", "1k")

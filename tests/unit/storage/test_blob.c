@@ -185,6 +185,77 @@ T(incompressible_has_none)
 	}
 }
 
+/* Whether DATA/tmp is empty (no temp file left behind). */
+static int tmp_empty(void)
+{
+	char tmp[PATH_MAX];
+
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	if (rmdir(tmp) != 0)
+		return 0;
+	return mkdir(tmp, 0755) == 0;
+}
+
+/* A page answered before its copy gets it afterwards, from the stored
+ * blob: published only while the blob is there, never from bytes that
+ * are not the blob's, nothing left behind when it is not published. */
+T(copy_made_later)
+{
+	static char page[100000], back[100000];
+	char sha[65], path[PATH_MAX], gz[PATH_MAX];
+	struct blob_gz g;
+	FILE *f;
+
+	for (size_t i = 0; i < sizeof(page); i++)
+		page[i] = "{\"files\": [\"b-2.0.whl\"]}\n"[i % 26];
+	CHECK_INT(blob_put(dir, page, sizeof(page), sha), 0);
+	CHECK_INT(blob_gz_size(dir, sha), -1);
+	CHECK_INT(blob_path(dir, sha, path, sizeof(path)), 0);
+	CHECK_INT(blob_gz_path(dir, sha, gz, sizeof(gz)), 0);
+	/* made, not yet named */
+	CHECK_INT(blob_gz_prepare(dir, sha, sizeof(page), &g), 0);
+	CHECK(g.fd >= 0);
+	CHECK_INT(g.plain, sizeof(page));
+	CHECK(g.size > 0 && g.size < (long long)sizeof(page) / 10);
+	CHECK_INT(blob_gz_size(dir, sha), -1);
+	CHECK_INT(blob_gz_publish(dir, sha, &g), 0);
+	CHECK_INT(g.fd, -1);
+	CHECK_INT(blob_gz_size(dir, sha), g.size);
+	CHECK_INT(inflate_file(gz, back, sizeof(back)), sizeof(page));
+	CHECK(memcmp(back, page, sizeof(page)) == 0);
+	CHECK((file_size(gz) >= 0) && tmp_empty());
+	/* it has its copy: nothing to do */
+	CHECK_INT(blob_gz_prepare(dir, sha, sizeof(page), &g), 0);
+	CHECK_INT(g.fd, -1);
+	/* the blob evicted between the two steps: no copy without its blob */
+	CHECK_INT(unlink(gz), 0);
+	CHECK_INT(blob_gz_prepare(dir, sha, sizeof(page), &g), 0);
+	CHECK(g.fd >= 0);
+	CHECK_INT(unlink(path), 0);
+	CHECK_INT(blob_gz_publish(dir, sha, &g), ENOENT);
+	CHECK_INT(file_size(gz), -1);
+	CHECK(tmp_empty());
+	CHECK_INT(blob_gz_prepare(dir, sha, sizeof(page), &g), ENOENT);
+	/* bytes under its name that are not its own make no copy of them */
+	CHECK_INT(blob_put(dir, page, sizeof(page), sha), 0);
+	f = fopen(path, "r+");
+	CHECK(f != NULL);
+	if (f) {
+		fputc('X', f);
+		fclose(f);
+	}
+	CHECK_INT(blob_gz_prepare(dir, sha, sizeof(page), &g), EINVAL);
+	CHECK_INT(g.fd, -1);
+	CHECK_INT(file_size(gz), -1);
+	/* nor one of a blob bigger than the caller takes */
+	CHECK_INT(unlink(path), 0);
+	CHECK_INT(blob_put(dir, page, sizeof(page), sha), 0);
+	CHECK_INT(blob_gz_prepare(dir, sha, sizeof(page) - 1, &g), EFBIG);
+	CHECK_INT(file_size(gz), -1);
+	CHECK(tmp_empty());
+	CHECK_INT(blob_remove(dir, sha), 0);
+}
+
 static int rm_tree(const char *top)
 {
 	char cmd[PATH_MAX + 16];
@@ -201,6 +272,7 @@ int main(void)
 	RUN(kept_page_survives_a_collector);
 	RUN(put_fd_from_an_unlinked_upload);
 	RUN(incompressible_has_none);
+	RUN(copy_made_later);
 	rm_tree(dir);
 	return t_done();
 }

@@ -1,0 +1,98 @@
+/* copies: a cold page's gzip'd renderings, made after its answer
+ * (copies.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/log.h"
+#include "fcgi/pypi/copies.h"
+#include "fcgi/pypi/proc.h"
+#include "storage/blob.h"
+#include "storage/db/db.h"
+#include "storage/lru.h"
+
+/* Whether the gzip'd copies of the renderings a page fetch stores wait
+ * until the answer is out (the caller said it makes them then). */
+static int copies_later(const struct worker *w)
+{
+	return pypi_proc()->copies.can_defer && !w->cgi;
+}
+
+/* copies_put_rendering (copies.h) */
+int copies_put_rendering(struct worker *w, const struct buf *b,
+			 char sha256[65], long long *size)
+{
+	const char *data_dir = w->conf->data_dir;
+	long long gz;
+	int rc;
+
+	if (!copies_later(w))
+		return blob_put_page(data_dir, b->data, b->len, sha256, size);
+	rc = blob_put(data_dir, b->data, b->len, sha256);
+	gz = rc ? -1 : blob_gz_size(data_dir, sha256);
+	*size = (long long)b->len + (gz > 0 ? gz : 0);
+	return rc;
+}
+
+/* copies_note (copies.h) */
+void copies_note(struct worker *w, const char *sha256)
+{
+	struct pypi_copies *c = &pypi_proc()->copies;
+
+	if (!copies_later(w) || (size_t)c->n >= sizeof(c->sha256) /
+						 sizeof(c->sha256[0]) ||
+	    blob_gz_size(w->conf->data_dir, sha256) >= 0)
+		return;
+	for (int i = 0; i < c->n; i++)
+		if (strcmp(c->sha256[i], sha256) == 0)
+			return;
+	memcpy(c->sha256[c->n++], sha256, 65);
+}
+
+int copies_pending(const char *sha256)
+{
+	const struct pypi_copies *c = &pypi_proc()->copies;
+
+	for (int i = 0; i < c->n; i++)
+		if (strcmp(c->sha256[i], sha256) == 0)
+			return 1;
+	return 0;
+}
+
+void copies_make(struct worker *w)
+{
+	struct pypi_copies *c = &pypi_proc()->copies;
+	const char *data_dir = w->conf->data_dir;
+	struct blob_gz g;
+	int rc;
+
+	for (int i = 0; i < c->n; i++) {
+		/* (a rendering is at most twice the page) */
+		rc = blob_gz_prepare(data_dir, c->sha256[i],
+				     (size_t)w->conf->max_page_size * 2, &g);
+		if (rc || g.fd < 0) {
+			/* gone meanwhile (evicted): nothing to copy */
+			if (rc && rc != ENOENT)
+				log_warn(rc, c->sha256[i], "gzip'd copy");
+			continue;
+		}
+		/* under the collectors' lock: the blob stays while its copy
+		 * is named and counted in its size */
+		rc = db_begin(w->db);
+		if (!rc)
+			rc = blob_gz_publish(data_dir, c->sha256[i], &g);
+		if (!rc)
+			rc = db_blob_add(w->db, c->sha256[i], g.plain + g.size);
+		if (!rc)
+			rc = db_commit(w->db);
+		if (rc) {
+			blob_gz_discard(&g);
+			db_rollback(w->db);
+			continue;
+		}
+		lru_added(g.size);
+	}
+	c->n = 0;
+}
