@@ -14,8 +14,9 @@
 #      test_faults, test_secrets, the JSON and index APIs, tokens, virtual
 #      indexes, cooldown, metrics) on asan, where a memory error would show;
 #      what users run (installs, front ends, registries, uploads) on both;
-#   4. in the background: every fuzz target for FUZZ_SECONDS (default 15),
-#      and every benchmark once on tiny inputs (make bench-smoke); while
+#   4. in the background: every benchmark once on tiny inputs (make
+#      bench-smoke, from when the release pass ends), and every fuzz target
+#      for FUZZ_SECONDS (default 15); while
 #   5. the Debian package: built with dpkg-buildpackage in a copy of the
 #      tree, lintian, installed with apt-get, run as the service would be
 #      behind nginx for a pip install, purged (tests/integration/test_deb.py);
@@ -107,6 +108,23 @@ one_pass() {
 	unset ASAN_OPTIONS UBSAN_OPTIONS
 }
 
+# The benchmark smoke run (every workload once on tiny inputs, no figures)
+# in the background, on the first build: it mostly waits on the servers
+# it starts, so it starts as soon as that build's pass is done, beside the
+# other pass.
+bench_pid=
+start_bench() {
+	[ "${BENCH:-1}" != 0 ] && [ $# -eq 0 ] && [ -z "$bench_pid" ] || return 0
+	echo "== benchmark smoke run: they run, no figures (in the background)"
+	benchdir=$(echo "$builds" | sed 's/^[a-z]*://; s/ .*//')
+	(if make -C "$benchdir" bench-smoke >"$out/bench-smoke.log" 2>&1; then
+		echo "bench-smoke: ok" >>"$out/bench-smoke.log"
+	else
+		echo "bench-smoke: FAILED" >>"$out/bench-smoke.log"
+	fi) &
+	bench_pid=$!
+}
+
 pass_pids=
 for b in $builds; do
 	name=${b%%:*}
@@ -120,7 +138,9 @@ for b in $builds; do
 done
 for p in $pass_pids; do
 	wait "$p"
+	start_bench "$@"
 done
+start_bench "$@"
 if [ -n "$pass_pids" ]; then
 	for b in $builds; do
 		cat "$out/pass-${b%%:*}.log"
@@ -138,17 +158,6 @@ if [ "${FUZZ:-1}" != 0 ] && [ $# -eq 0 ]; then
 	make -C "$fuzzdir" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-15}" \
 		>"$out/fuzz.log" 2>&1 &
 	fuzz_pid=$!
-fi
-bench_pid=
-if [ "${BENCH:-1}" != 0 ] && [ $# -eq 0 ]; then
-	echo "== benchmark smoke run: they run, no figures (in the background)"
-	benchdir=$(echo "$builds" | sed 's/^[a-z]*://; s/ .*//')
-	(if make -C "$benchdir" bench-smoke >"$out/bench-smoke.log" 2>&1; then
-		echo "bench-smoke: ok" >>"$out/bench-smoke.log"
-	else
-		echo "bench-smoke: FAILED" >>"$out/bench-smoke.log"
-	fi) &
-	bench_pid=$!
 fi
 
 if [ "${DEB:-1}" != 0 ] && [ $# -eq 0 ]; then
