@@ -1,56 +1,16 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/json.h"
 #include "fcgi/admin/landing.h"
+#include "fcgi/admin/out.h"
 #include "fcgi/pypi/hosted.h"
 
 /* The most bytes a landing page or /+api may take. */
 #define MAX_LANDING (1 << 20)
-
-/* A buf and its first error: a page is written straight through and
- * checked once. */
-struct out {
-	struct buf b;
-	int err;
-};
-
-static void add(struct out *o, const char *s)
-{
-	if (!o->err)
-		o->err = buf_adds(&o->b, s);
-}
-
-static void addf(struct out *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void addf(struct out *o, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (o->err)
-		return;
-	va_start(ap, fmt);
-	o->err = buf_vaddf(&o->b, fmt, ap);
-	va_end(ap);
-}
-
-/* s escaped for HTML. */
-static void html(struct out *o, const char *s)
-{
-	if (!o->err)
-		o->err = buf_add_html(&o->b, s ? s : "");
-}
-
-/* s as a JSON string, or null. */
-static void jstr(struct out *o, const char *s)
-{
-	if (!o->err)
-		o->err = s ? json_put_string(&o->b, s) : buf_adds(&o->b, "null");
-}
 
 /* Copies url to out without the user:password@ it may hold (a private
  * upstream's credentials are not for a public page). */
@@ -125,59 +85,59 @@ void landing_api(struct worker *w, struct req *r)
 	buf_init(&o.b, MAX_LANDING);
 	o.err = base_of(w, r, &base);
 	b = buf_str(&base);
-	add(&o, "{\"larder\": {\"version\": \"" PACKAGE_VERSION "\"");
-	add(&o, ", \"url\": ");
-	jstr(&o, b);
-	add(&o, "}, \"indexes\": [");
+	out_add(&o, "{\"larder\": {\"version\": \"" PACKAGE_VERSION "\"");
+	out_add(&o, ", \"url\": ");
+	out_jstr(&o, b);
+	out_add(&o, "}, \"indexes\": [");
 	for (size_t i = 0; i < c->nindex; i++) {
 		const struct conf_index *ix = &c->index[i];
 		int target = hosted_target(c, (int)i);
 
-		add(&o, i ? ", {\"name\": " : "{\"name\": ");
-		jstr(&o, ix->name);
-		addf(&o, ", \"type\": \"%s\"", type_name(ix->type));
-		addf(&o, ", \"read\": \"%s\"",
+		out_add(&o, i ? ", {\"name\": " : "{\"name\": ");
+		out_jstr(&o, ix->name);
+		out_addf(&o, ", \"type\": \"%s\"", type_name(ix->type));
+		out_addf(&o, ", \"read\": \"%s\"",
 		     ix->read == CONF_READ_TOKEN ? "token" : "anonymous");
 		if (ix->type == CONF_INDEX_CACHE) {
 			public_url(ix->upstream, up, sizeof(up));
-			add(&o, ", \"upstream\": ");
-			jstr(&o, up);
+			out_add(&o, ", \"upstream\": ");
+			out_jstr(&o, up);
 		}
 		if (ix->type == CONF_INDEX_VIRTUAL) {
-			add(&o, ", \"layers\": [");
+			out_add(&o, ", \"layers\": [");
 			for (size_t k = 0; k < ix->nlayers; k++) {
-				add(&o, k ? ", " : "");
-				jstr(&o, c->index[ix->layer[k]].name);
+				out_add(&o, k ? ", " : "");
+				out_jstr(&o, c->index[ix->layer[k]].name);
 			}
-			addf(&o, "], \"policy\": \"%s\"",
+			out_addf(&o, "], \"policy\": \"%s\"",
 			     policy_name(ix->policy));
 		}
 		if (ix->type == CONF_INDEX_HOSTED)
-			addf(&o, ", \"volatile\": %s",
+			out_addf(&o, ", \"volatile\": %s",
 			     ix->is_volatile ? "true" : "false");
-		add(&o, ", \"url\": ");
-		addf(&o, "\"%s/%s/\"", b, ix->name);
-		addf(&o, ", \"simple_url\": \"%s/%s/simple/\"", b, ix->name);
-		addf(&o, ", \"json_url\": \"%s/%s/pypi/\"", b, ix->name);
+		out_add(&o, ", \"url\": ");
+		out_addf(&o, "\"%s/%s/\"", b, ix->name);
+		out_addf(&o, ", \"simple_url\": \"%s/%s/simple/\"", b, ix->name);
+		out_addf(&o, ", \"json_url\": \"%s/%s/pypi/\"", b, ix->name);
 		if (target >= 0)
-			addf(&o, ", \"upload_url\": \"%s/%s/\"", b, ix->name);
-		add(&o, "}");
+			out_addf(&o, ", \"upload_url\": \"%s/%s/\"", b, ix->name);
+		out_add(&o, "}");
 	}
-	add(&o, "], \"registries\": [");
+	out_add(&o, "], \"registries\": [");
 	for (size_t i = 0; i < c->nregistry; i++) {
 		const struct conf_registry *rg = &c->registry[i];
 
-		add(&o, i ? ", {\"name\": " : "{\"name\": ");
-		jstr(&o, rg->name);
+		out_add(&o, i ? ", {\"name\": " : "{\"name\": ");
+		out_jstr(&o, rg->name);
 		public_url(rg->upstream, up, sizeof(up));
-		add(&o, ", \"upstream\": ");
-		jstr(&o, up);
-		addf(&o, ", \"default\": %s", rg->is_default ? "true" : "false");
-		addf(&o, ", \"image_prefix\": \"%s/%s/\"", image_host(b),
+		out_add(&o, ", \"upstream\": ");
+		out_jstr(&o, up);
+		out_addf(&o, ", \"default\": %s", rg->is_default ? "true" : "false");
+		out_addf(&o, ", \"image_prefix\": \"%s/%s/\"", image_host(b),
 		     rg->name);
-		add(&o, "}");
+		out_add(&o, "}");
 	}
-	add(&o, "]}\n");
+	out_add(&o, "]}\n");
 	/* the base is a host a client sent: JSON-safe (req_url checks the
 	 * host's characters), but the mount is the web server's */
 	if (!o.err && !json_utf8_valid(o.b.data))
@@ -195,27 +155,27 @@ static const char style[] =
 
 static void head(struct out *o, const char *title)
 {
-	add(o, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
+	out_add(o, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
 	       "<meta charset=\"utf-8\">\n<title>");
-	html(o, title);
-	add(o, "</title>\n");
-	add(o, style);
-	add(o, "</head>\n<body>\n<h1>");
-	html(o, title);
-	add(o, "</h1>\n");
+	out_html(o, title);
+	out_add(o, "</title>\n");
+	out_add(o, style);
+	out_add(o, "</head>\n<body>\n<h1>");
+	out_html(o, title);
+	out_add(o, "</h1>\n");
 }
 
 static void foot(struct out *o, const char *b)
 {
-	add(o, "<p><a href=\"");
-	html(o, b);
-	add(o, "/\">all indexes</a> &middot; <a href=\"");
-	html(o, b);
-	add(o, "/+search\">search</a> &middot; <a href=\"");
-	html(o, b);
-	add(o, "/+status\">status</a> &middot; <a href=\"");
-	html(o, b);
-	add(o, "/+api\">/+api</a> &middot; larder " PACKAGE_VERSION
+	out_add(o, "<p><a href=\"");
+	out_html(o, b);
+	out_add(o, "/\">all indexes</a> &middot; <a href=\"");
+	out_html(o, b);
+	out_add(o, "/+search\">search</a> &middot; <a href=\"");
+	out_html(o, b);
+	out_add(o, "/+status\">status</a> &middot; <a href=\"");
+	out_html(o, b);
+	out_add(o, "/+api\">/+api</a> &middot; larder " PACKAGE_VERSION
 	       "</p>\n</body>\n</html>\n");
 }
 
@@ -228,26 +188,26 @@ static void what(struct out *o, const struct conf *c,
 	switch (ix->type) {
 	case CONF_INDEX_CACHE:
 		public_url(ix->upstream, up, sizeof(up));
-		add(o, "a cache of <code>");
-		html(o, up);
-		add(o, "</code>");
+		out_add(o, "a cache of <code>");
+		out_html(o, up);
+		out_add(o, "</code>");
 		break;
 	case CONF_INDEX_HOSTED:
-		add(o, ix->is_volatile ? "a hosted index (volatile: files may "
+		out_add(o, ix->is_volatile ? "a hosted index (volatile: files may "
 			 "be replaced and deleted)" : "a hosted index");
 		break;
 	case CONF_INDEX_VIRTUAL:
-		add(o, "a virtual index over ");
+		out_add(o, "a virtual index over ");
 		for (size_t k = 0; k < ix->nlayers; k++) {
-			add(o, k ? ", <code>" : "<code>");
-			html(o, c->index[ix->layer[k]].name);
-			add(o, "</code>");
+			out_add(o, k ? ", <code>" : "<code>");
+			out_html(o, c->index[ix->layer[k]].name);
+			out_add(o, "</code>");
 		}
-		addf(o, " (policy %s)", policy_name(ix->policy));
+		out_addf(o, " (policy %s)", policy_name(ix->policy));
 		break;
 	}
 	if (ix->read == CONF_READ_TOKEN)
-		add(o, "; reading it takes a token");
+		out_add(o, "; reading it takes a token");
 }
 
 void landing_home(struct worker *w, struct req *r)
@@ -267,29 +227,29 @@ void landing_home(struct worker *w, struct req *r)
 	snprintf(host, sizeof(host), "%.*s",
 		 (int)strcspn(image_host(b), "/"), image_host(b));
 	head(&o, "larder");
-	add(&o, "<p>A caching proxy for Python package indexes and container "
+	out_add(&o, "<p>A caching proxy for Python package indexes and container "
 		"registries.</p>\n<h2>Python package indexes</h2>\n<table>\n"
 		"<tr><th>index</th><th>what</th><th>index URL</th></tr>\n");
 	for (size_t i = 0; i < c->nindex; i++) {
 		const struct conf_index *ix = &c->index[i];
 
-		add(&o, "<tr><td><a href=\"");
-		html(&o, b);
-		add(&o, "/");
-		html(&o, ix->name);
-		add(&o, "/\">");
-		html(&o, ix->name);
-		add(&o, "</a></td><td>");
+		out_add(&o, "<tr><td><a href=\"");
+		out_html(&o, b);
+		out_add(&o, "/");
+		out_html(&o, ix->name);
+		out_add(&o, "/\">");
+		out_html(&o, ix->name);
+		out_add(&o, "</a></td><td>");
 		what(&o, c, ix);
-		add(&o, "</td><td><code>");
-		html(&o, b);
-		add(&o, "/");
-		html(&o, ix->name);
-		add(&o, "/simple/</code></td></tr>\n");
+		out_add(&o, "</td><td><code>");
+		out_html(&o, b);
+		out_add(&o, "/");
+		out_html(&o, ix->name);
+		out_add(&o, "/simple/</code></td></tr>\n");
 	}
-	add(&o, "</table>\n");
+	out_add(&o, "</table>\n");
 	if (c->nregistry)
-		add(&o, "<h2>Container registries</h2>\n<table>\n<tr><th>"
+		out_add(&o, "<h2>Container registries</h2>\n<table>\n<tr><th>"
 			"registry</th><th>upstream</th><th>pull</th></tr>\n");
 	for (size_t i = 0; i < c->nregistry; i++) {
 		const struct conf_registry *rg = &c->registry[i];
@@ -298,57 +258,57 @@ void landing_home(struct worker *w, struct req *r)
 		public_url(rg->upstream, up, sizeof(up));
 		if (rg->is_default)
 			def = (int)i;
-		add(&o, "<tr><td>");
-		html(&o, rg->name);
-		add(&o, rg->is_default ? " (default)" : "");
-		add(&o, "</td><td><code>");
-		html(&o, up);
-		add(&o, "</code></td><td><code>docker pull ");
-		html(&o, image_host(b));
-		add(&o, "/");
-		html(&o, rg->name);
-		add(&o, "/IMAGE:TAG</code></td></tr>\n");
+		out_add(&o, "<tr><td>");
+		out_html(&o, rg->name);
+		out_add(&o, rg->is_default ? " (default)" : "");
+		out_add(&o, "</td><td><code>");
+		out_html(&o, up);
+		out_add(&o, "</code></td><td><code>docker pull ");
+		out_html(&o, image_host(b));
+		out_add(&o, "/");
+		out_html(&o, rg->name);
+		out_add(&o, "/IMAGE:TAG</code></td></tr>\n");
 	}
 	if (c->nregistry) {
-		add(&o, "</table>\n");
+		out_add(&o, "</table>\n");
 		if (plain) {
 			/* every client assumes https for a registry */
-			add(&o, "<p>This larder speaks plain http: docker "
+			out_add(&o, "<p>This larder speaks plain http: docker "
 				"needs <code>");
-			html(&o, host);
-			add(&o, "</code> among its <code>insecure-registries"
+			out_html(&o, host);
+			out_add(&o, "</code> among its <code>insecure-registries"
 				"</code> (below), podman and skopeo "
 				"<code>--tls-verify=false</code>, containerd "
 				"an <code>http://</code> server in its "
 				"<code>hosts.toml</code>.</p>\n");
 		}
-		add(&o, "<p>With skopeo:</p>\n<pre>skopeo copy ");
-		add(&o, plain ? "--src-tls-verify=false docker://" :
+		out_add(&o, "<p>With skopeo:</p>\n<pre>skopeo copy ");
+		out_add(&o, plain ? "--src-tls-verify=false docker://" :
 				"docker://");
-		html(&o, image_host(b));
-		add(&o, "/");
-		html(&o, c->registry[def >= 0 ? def : 0].name);
-		add(&o, "/library/alpine:latest dir:alpine</pre>\n");
+		out_html(&o, image_host(b));
+		out_add(&o, "/");
+		out_html(&o, c->registry[def >= 0 ? def : 0].name);
+		out_add(&o, "/library/alpine:latest dir:alpine</pre>\n");
 	}
 	if (def >= 0) {
-		add(&o, "<p>As Docker's mirror (the default registry), in "
+		out_add(&o, "<p>As Docker's mirror (the default registry), in "
 			"<code>/etc/docker/daemon.json</code>:</p>\n<pre>"
 			"{&quot;registry-mirrors&quot;: [&quot;");
-		html(&o, b);
-		add(&o, "&quot;]");
+		out_html(&o, b);
+		out_add(&o, "&quot;]");
 		if (plain) {
-			add(&o, ",\n &quot;insecure-registries&quot;: "
+			out_add(&o, ",\n &quot;insecure-registries&quot;: "
 				"[&quot;");
-			html(&o, host);
-			add(&o, "&quot;]");
+			out_html(&o, host);
+			out_add(&o, "&quot;]");
 		}
-		add(&o, "}</pre>\n");
+		out_add(&o, "}</pre>\n");
 	} else if (plain && c->nregistry) {
-		add(&o, "<p>For docker, in <code>/etc/docker/daemon.json"
+		out_add(&o, "<p>For docker, in <code>/etc/docker/daemon.json"
 			"</code>:</p>\n<pre>{&quot;insecure-registries&quot;: "
 			"[&quot;");
-		html(&o, host);
-		add(&o, "&quot;]}</pre>\n");
+		out_html(&o, host);
+		out_add(&o, "&quot;]}</pre>\n");
 	}
 	foot(&o, b);
 	reply(r, &o, "text/html; charset=utf-8");
@@ -361,9 +321,9 @@ void landing_home(struct worker *w, struct req *r)
 static void setup(struct out *o, const char *title, const char *url,
 		  const char *const *lines)
 {
-	add(o, "<h3>");
-	html(o, title);
-	add(o, "</h3>\n<pre>");
+	out_add(o, "<h3>");
+	out_html(o, title);
+	out_add(o, "</h3>\n<pre>");
 	for (size_t i = 0; lines[i]; i++) {
 		const char *s = lines[i], *mark;
 
@@ -371,14 +331,14 @@ static void setup(struct out *o, const char *title, const char *url,
 			char part[256];
 
 			snprintf(part, sizeof(part), "%.*s", (int)(mark - s), s);
-			html(o, part);
-			html(o, url);
+			out_html(o, part);
+			out_html(o, url);
 			s = mark + 5;
 		}
-		html(o, s);
-		add(o, "\n");
+		out_html(o, s);
+		out_add(o, "\n");
 	}
-	add(o, "</pre>\n");
+	out_add(o, "</pre>\n");
 }
 
 void landing_index(struct worker *w, struct req *r, int idx)
@@ -423,23 +383,23 @@ void landing_index(struct worker *w, struct req *r, int idx)
 	if (!o.err)
 		o.err = buf_addf(&up, "%s/%s/", b, ix->name);
 	head(&o, ix->name);
-	add(&o, "<p>");
+	out_add(&o, "<p>");
 	what(&o, c, ix);
-	add(&o, ".</p>\n<p>Index URL: <code>");
-	html(&o, buf_str(&url));
-	add(&o, "</code> (PEP 503 and PEP 691); the JSON API is under "
+	out_add(&o, ".</p>\n<p>Index URL: <code>");
+	out_html(&o, buf_str(&url));
+	out_add(&o, "</code> (PEP 503 and PEP 691); the JSON API is under "
 		"<code>");
-	html(&o, buf_str(&up));
-	add(&o, "pypi/PROJECT/json</code>.</p>\n<h2>Installing</h2>\n");
+	out_html(&o, buf_str(&up));
+	out_add(&o, "pypi/PROJECT/json</code>.</p>\n<h2>Installing</h2>\n");
 	setup(&o, "pip", buf_str(&url), pip);
 	setup(&o, "uv", buf_str(&url), uv);
 	setup(&o, "pdm", buf_str(&url), pdm);
 	setup(&o, "poetry", buf_str(&url), poetry);
 	if (hosted_target(c, idx) >= 0) {
-		add(&o, "<h2>Uploading</h2>\n<p>With a token from "
+		out_add(&o, "<h2>Uploading</h2>\n<p>With a token from "
 			"<code>larder token add --index ");
-		html(&o, c->index[hosted_target(c, idx)].name);
-		add(&o, " --actions upload</code>:</p>\n");
+		out_html(&o, c->index[hosted_target(c, idx)].name);
+		out_add(&o, " --actions upload</code>:</p>\n");
 		setup(&o, "twine, uv publish", buf_str(&up), pypirc);
 	}
 	foot(&o, b);

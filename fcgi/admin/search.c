@@ -1,7 +1,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "common/names.h"
 #include "common/search.h"
 #include "fcgi/access/auth.h"
+#include "fcgi/admin/out.h"
 #include "fcgi/admin/search.h"
 #include "fcgi/oci/access.h"
 #include "storage/db/db_search.h"
@@ -24,29 +24,6 @@ struct scopes {
 	char indexes[CONF_MAX_INDEXES * 130 + 2];
 	char registries[CONF_MAX_REGISTRIES * 130 + 2];
 };
-
-struct out {
-	struct buf b;
-	int err;
-};
-
-static void add(struct out *o, const char *s)
-{
-	if (!o->err)
-		o->err = buf_adds(&o->b, s);
-}
-
-static void html(struct out *o, const char *s)
-{
-	if (!o->err)
-		o->err = buf_add_html(&o->b, s);
-}
-
-static void jstr(struct out *o, const char *s)
-{
-	if (!o->err)
-		o->err = json_put_string(&o->b, s);
-}
 
 static void scope_add(char *list, size_t len, const char *name)
 {
@@ -191,98 +168,98 @@ static int wants_json(struct req *r, const char *format)
 static void json_answer(struct out *o, const char *q,
 			const struct db_search_hit *hits, size_t n)
 {
-	add(o, "{\"query\": ");
-	jstr(o, q);
-	add(o, ", \"results\": [");
+	out_add(o, "{\"query\": ");
+	out_jstr(o, q);
+	out_add(o, ", \"results\": [");
 	for (size_t i = 0; i < n; i++) {
 		const struct db_search_hit *h = &hits[i];
 		int oci = strcmp(h->kind, "oci") == 0;
 
-		add(o, i ? ", {\"kind\": " : "{\"kind\": ");
-		jstr(o, oci ? "image" : "project");
-		add(o, oci ? ", \"registry\": " : ", \"index\": ");
-		jstr(o, h->scope);
-		add(o, ", \"name\": ");
-		jstr(o, h->name);
+		out_add(o, i ? ", {\"kind\": " : "{\"kind\": ");
+		out_jstr(o, oci ? "image" : "project");
+		out_add(o, oci ? ", \"registry\": " : ", \"index\": ");
+		out_jstr(o, h->scope);
+		out_add(o, ", \"name\": ");
+		out_jstr(o, h->name);
 		if (oci) {
 			char *tags = h->tags[0] ? strdup(h->tags) : NULL;
 			char *save = NULL, *t;
 			int first = 1;
 
-			add(o, ", \"tags\": [");
+			out_add(o, ", \"tags\": [");
 			for (t = tags ? strtok_r(tags, " ", &save) : NULL; t;
 			     t = strtok_r(NULL, " ", &save)) {
-				add(o, first ? "" : ", ");
-				jstr(o, t);
+				out_add(o, first ? "" : ", ");
+				out_jstr(o, t);
 				first = 0;
 			}
-			add(o, "]}");
+			out_add(o, "]}");
 			free(tags);
 		} else {
-			add(o, ", \"summary\": ");
-			jstr(o, h->summary);
-			add(o, ", \"keywords\": ");
-			jstr(o, h->keywords);
-			add(o, "}");
+			out_add(o, ", \"summary\": ");
+			out_jstr(o, h->summary);
+			out_add(o, ", \"keywords\": ");
+			out_jstr(o, h->keywords);
+			out_add(o, "}");
 		}
 	}
-	add(o, "]}\n");
+	out_add(o, "]}\n");
 }
 
 static void html_answer(struct out *o, const char *q, const char *index,
 			const char *registry, const struct db_search_hit *hits,
 			size_t n)
 {
-	add(o, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset="
+	out_add(o, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset="
 	       "\"utf-8\">\n<title>search</title>\n<style>body{font-family:"
 	       "sans-serif;max-width:60em;margin:1em auto;padding:0 1em}"
 	       "td,th{text-align:left;padding:.2em .8em .2em 0}</style>\n"
 	       "</head>\n<body>\n<h1>search</h1>\n<form method=\"get\" "
 	       "action=\"+search\"><input type=\"search\" name=\"q\" "
 	       "value=\"");
-	html(o, q);
-	add(o, "\" autofocus> ");
+	out_html(o, q);
+	out_add(o, "\" autofocus> ");
 	if (*index) {
-		add(o, "<input type=\"hidden\" name=\"index\" value=\"");
-		html(o, index);
-		add(o, "\">");
+		out_add(o, "<input type=\"hidden\" name=\"index\" value=\"");
+		out_html(o, index);
+		out_add(o, "\">");
 	}
 	if (*registry) {
-		add(o, "<input type=\"hidden\" name=\"registry\" value=\"");
-		html(o, registry);
-		add(o, "\">");
+		out_add(o, "<input type=\"hidden\" name=\"registry\" value=\"");
+		out_html(o, registry);
+		out_add(o, "\">");
 	}
-	add(o, "<button>search</button></form>\n");
+	out_add(o, "<button>search</button></form>\n");
 	if (*q && !n)
-		add(o, "<p>Nothing found.</p>\n");
+		out_add(o, "<p>Nothing found.</p>\n");
 	if (n)
-		add(o, "<table>\n<tr><th>name</th><th>where</th><th>what"
+		out_add(o, "<table>\n<tr><th>name</th><th>where</th><th>what"
 		       "</th></tr>\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct db_search_hit *h = &hits[i];
 		int oci = strcmp(h->kind, "oci") == 0;
 
-		add(o, "<tr><td>");
+		out_add(o, "<tr><td>");
 		if (!oci) {
-			add(o, "<a href=\"");
-			html(o, h->scope);
-			add(o, "/simple/");
-			html(o, h->name);
-			add(o, "/\">");
-			html(o, h->name);
-			add(o, "</a>");
+			out_add(o, "<a href=\"");
+			out_html(o, h->scope);
+			out_add(o, "/simple/");
+			out_html(o, h->name);
+			out_add(o, "/\">");
+			out_html(o, h->name);
+			out_add(o, "</a>");
 		} else {
-			html(o, h->name);
+			out_html(o, h->name);
 		}
-		add(o, oci ? "</td><td>registry " : "</td><td>index ");
-		html(o, h->scope);
-		add(o, "</td><td>");
-		html(o, oci ? h->tags : h->summary);
-		add(o, "</td></tr>\n");
+		out_add(o, oci ? "</td><td>registry " : "</td><td>index ");
+		out_html(o, h->scope);
+		out_add(o, "</td><td>");
+		out_html(o, oci ? h->tags : h->summary);
+		out_add(o, "</td></tr>\n");
 	}
 	if (n)
-		add(o, "</table>\n");
-	add(o, "<p><a href=\"./\">all indexes</a> &middot; larder "
+		out_add(o, "</table>\n");
+	out_add(o, "<p><a href=\"./\">all indexes</a> &middot; larder "
 	       PACKAGE_VERSION "</p>\n</body>\n</html>\n");
 }
 
