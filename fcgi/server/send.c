@@ -52,8 +52,10 @@ int send_parse_range(const char *h, long long size, long long *from,
 		b = size - 1;
 	} else {
 		b = strtoll(h, &end, 10);
-		if (*end || b < a)
+		if (*end)
 			return 0;
+		if (b < a) /* reversed: no byte satisfies it */
+			return -1;
 		if (b >= size)
 			b = size - 1;
 	}
@@ -230,7 +232,7 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	const char *cc = o->cache_control;
 	const char *inm = req_env(r, "HTTP_IF_NONE_MATCH");
 	size_t mark = req_header_mark(r), rep;
-	long long under;
+	long long under, from, to;
 	char rel[128], path[PATH_MAX];
 	struct stat st;
 	int rc, gz, inl;
@@ -291,6 +293,18 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 		req_header(r, "ETag", "\"%s%s\"", sha256,
 			   etag_gz(inm, sha256, gz) ? "-gz" : "");
 		return req_start(r, 304) ? EPIPE : 0;
+	}
+	/* a range no byte satisfies is 416 from here, whoever sends the
+	 * bytes: nginx ignores a reversed one and sends the whole blob (200),
+	 * where lighttpd, docker-registry and the OCI conformance suite say
+	 * 416. (A gzip'd copy's ranges are the sender's to judge.) */
+	if (!gz && send_parse_range(req_env(r, "HTTP_RANGE"), st.st_size,
+				    &from, &to) < 0) {
+		req_header_rewind(r, mark);
+		req_header(r, "Content-Range", "bytes */%lld",
+			   (long long)st.st_size);
+		return req_reply(r, 416, "text/plain",
+				 "range not satisfiable\n", 22) ? EPIPE : 0;
 	}
 	/* (an inline_under of 1 is HEADs only: no stat for a GET) */
 	under = o->inline_under;

@@ -74,7 +74,8 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 
 /* Parses a single "bytes=a-b", "bytes=a-" or "bytes=-n" range against
  * size. Returns 1 with [*from, *to] set, 0 to ignore the header (absent,
- * malformed or multi-range), -1 when unsatisfiable. */
+ * malformed or multi-range), -1 when unsatisfiable (past the end, or
+ * reversed: b < a). */
 int send_parse_range(const char *h, long long size, long long *from,
 		     long long *to);
 

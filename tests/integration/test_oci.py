@@ -969,10 +969,13 @@ def test_hostile_inputs(oci, upstream, tmp_path):
     r = raw_request(port, bpath, headers={"Range": "bytes=-10"})
     if r.status != 206 or r.body != layer.data[-10:]:
         bad("Range: bytes=-10", r)
-    r = raw_request(port, bpath, headers={"Range": "bytes=999999999-"})
-    if r.status != 416:
-        bad("Range: bytes=999999999-", r)
-    for rng in ("bytes=abc", "bytes=5-2", "pages=0-1", "bytes=", "bytes=0-1,5-6,-",
+    # past the end, and reversed (which nginx alone would ignore, sending
+    # the whole blob): 416, as for a pushed blob and from docker-registry
+    for rng in ("bytes=999999999-", "bytes=5-2", "bytes=500-0"):
+        r = raw_request(port, bpath, headers={"Range": rng})
+        if r.status != 416 or r.header("Content-Range") != "bytes */%d" % layer.size:
+            bad("Range: " + rng, r, r.header("Content-Range"))
+    for rng in ("bytes=abc", "pages=0-1", "bytes=", "bytes=0-1,5-6,-",
                 "bytes=" + "9" * 40 + "-"):
         r = raw_request(port, bpath, headers={"Range": rng})
         if r.status not in (200, 206, 416) or (r.status == 200 and r.body != layer.data):
