@@ -125,7 +125,8 @@ static size_t drop(char *p, size_t size, size_t n, void *ctx)
  * in msg; *status is the HTTP status (0 none). */
 static int post(CURL *curl, const struct conf *c,
                 const struct conf_webhook *h, const struct db_outbox *row,
-                long attempt, int *status, char *msg, size_t msglen)
+                long attempt, int *status, char *msg, size_t msglen,
+                char *cls, size_t clslen)
 {
 	char secret[MAX_SECRET], sig[72], line[160], errbuf[CURL_ERROR_SIZE];
 	long long ts = (long long)time(NULL);
@@ -146,6 +147,7 @@ static int post(CURL *curl, const struct conf *c,
 	if (err) {
 		if (!msg[0])
 			snprintf(msg, msglen, "%s", strerror(err));
+		snprintf(cls, clslen, "cannot read secret_file or sign");
 		goto out;
 	}
 	{
@@ -196,17 +198,20 @@ static int post(CURL *curl, const struct conf *c,
 	if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && code)) {
 		snprintf(msg, msglen, "%s",
 		         errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		snprintf(cls, clslen, "%s", curl_easy_strerror(cc));
 		err = EIO;
 	} else if (code < 200 || code > 299) {
 		snprintf(msg, msglen, "HTTP %ld%s", code,
 		         code >= 300 && code < 400 ? " (redirects are not "
 		                                     "followed)"
 		                                   : "");
+		snprintf(cls, clslen, "%s", msg);
 		err = EIO;
 	}
 	goto out;
 nomem:
 	snprintf(msg, msglen, "out of memory");
+	snprintf(cls, clslen, "%s", msg);
 	err = ENOMEM;
 out:
 	curl_slist_free_all(hdrs);
@@ -224,13 +229,17 @@ static long long backoff(const struct conf_webhook *h, long attempts)
 	return wait < h->retry_max ? wait : h->retry_max;
 }
 
-/* Tries row once and records what came of it. Returns 0 when it was
- * delivered, else an errno with the reason in msg. */
+/* Tries row once and records what came of it: in the outbox (and so on
+ * the status page) only the kind of failure, never the receiver's address
+ * or the secret's path (curl's own words, and the log, have those).
+ * Returns 0 when it was delivered, else an errno with the reason in
+ * msg. */
 static int try_row(struct db *db, CURL *curl, const struct conf *c,
                    const struct db_outbox *row, char *msg, size_t msglen)
 {
 	int hook = conf_webhook_find(c, row->hook), status = 0, state, rc;
 	long attempts = row->attempts + 1;
+	char cls[128] = "";
 	long long now, next = 0;
 
 	if (hook < 0) {
@@ -240,7 +249,7 @@ static int try_row(struct db *db, CURL *curl, const struct conf *c,
 		return ENOENT;
 	}
 	rc = post(curl, c, &c->webhook[hook], row, attempts, &status, msg,
-	          msglen);
+	          msglen, cls, sizeof(cls));
 	now = (long long)time(NULL);
 	if (!rc) {
 		state = DB_OUTBOX_DELIVERED;
@@ -254,7 +263,7 @@ static int try_row(struct db *db, CURL *curl, const struct conf *c,
 		         state == DB_OUTBOX_FAILED ? "; given up" : "");
 	}
 	if (db_outbox_tried(db, row->id, state, attempts, next, now, status,
-	                    rc ? msg : ""))
+	                    rc ? (cls[0] ? cls : "failed") : ""))
 		return rc ? rc : EIO;
 	return rc;
 }
@@ -356,19 +365,17 @@ int webhook_ping(struct db *db, const struct conf *c, int hook, char *msg,
 	}
 	err = db_outbox_add(db, h->name, "ping", "", "", "",
 	                    "{\"zen\":\"larder webhook test\"}", now);
-	/* the newest row of the ping queue is ours */
-	err = err ? err : db_outbox_due(db, now, PASS_MAX, &rows, &n);
-	for (size_t i = n; !err && i-- > 0;) {
-		if (strcmp(rows[i].hook, h->name) || rows[i].idx[0])
-			continue;
+	/* the row just added, tried at once: a ping waits behind no
+	 * earlier ping that failed (nothing orders pings) */
+	err = err ? err : db_outbox_last(db, &rows, &n);
+	if (!err && !n)
+		err = ENOENT;
+	if (!err) {
 		curl = curl_easy_init();
-		if (!curl) {
-			err = ENOMEM;
-			break;
-		}
-		err = try_row(db, curl, c, &rows[i], msg, msglen);
-		curl_easy_cleanup(curl);
-		break;
+		err = curl ? try_row(db, curl, c, &rows[0], msg, msglen)
+		           : ENOMEM;
+		if (curl)
+			curl_easy_cleanup(curl);
 	}
 	db_outbox_free(rows, n);
 	close(fd);

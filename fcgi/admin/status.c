@@ -10,6 +10,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/url.h"
+#include "fcgi/access/auth.h"
 #include "fcgi/admin/status.h"
 #include "storage/db/db_outbox.h"
 #include "storage/db/db_stats.h"
@@ -609,6 +610,22 @@ static void summary(struct buf *b, const struct figures *f)
 	buf_addf(b, "</table>\n<p>Counted since %s.</p>\n", since);
 }
 
+/* Whether outbox row o is of an index or registry that takes a token to
+ * read: its names are not for this anonymous page. */
+static int hook_row_hidden(struct worker *w, const struct db_outbox *o)
+{
+	int i;
+
+	if (!o->idx[0]) /* a ping */
+		return 0;
+	if (!strcmp(o->event, "push")) {
+		i = conf_registry_find(w->conf, o->idx, strlen(o->idx));
+		return i < 0 || w->conf->registry[i].read == CONF_READ_TOKEN;
+	}
+	i = conf_index_find(w->conf, o->idx);
+	return i < 0 || auth_read_token(w, i);
+}
+
 /* The webhooks: how many events wait, and the last tries (the outbox). */
 static void webhooks(struct worker *w, struct buf *b)
 {
@@ -634,6 +651,8 @@ static void webhooks(struct worker *w, struct buf *b)
 	for (size_t i = 0; i < n; i++) {
 		const struct db_outbox *o = &rows[i];
 
+		if (hook_row_hidden(w, o))
+			continue;
 		buf_adds(b, "<tr><td>");
 		buf_add_html(b, o->hook);
 		buf_adds(b, "</td><td>");

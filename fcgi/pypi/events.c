@@ -21,9 +21,9 @@ static void file_version(const struct simple_file *sf, char *v)
 	struct distname d;
 
 	v[0] = '\0';
-	if (distname_parse(sf->filename, &d) == 0)
-		snprintf(v, DISTNAME_VERSION_MAX, "%s", d.canon[0] ? d.canon
-								 : d.version);
+	if (distname_parse(sf->filename, &d) == 0 &&
+	    distname_version_canon(d.version, v, DISTNAME_VERSION_MAX) != 0)
+		snprintf(v, DISTNAME_VERSION_MAX, "%s", d.version);
 }
 
 /* Whether version v is among the n versions in vs. */

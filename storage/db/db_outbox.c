@@ -179,6 +179,20 @@ int db_outbox_due(struct db *db, long long now, size_t max,
 	return read_rows(db, st, max, 1, rows, n);
 }
 
+int db_outbox_last(struct db *db, struct db_outbox **rows, size_t *n)
+{
+	sqlite3_stmt *st;
+	int err = prepare(db, "SELECT " COLUMNS ", body FROM outbox"
+			      " WHERE id = ?1 AND state = 0", &st);
+
+	*rows = NULL;
+	*n = 0;
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, sqlite3_last_insert_rowid(db->conn));
+	return read_rows(db, st, 1, 1, rows, n);
+}
+
 int db_outbox_tried(struct db *db, long long id, int state, long attempts,
                     long long next_at, long long now, int status,
                     const char *error)

@@ -51,6 +51,10 @@ int db_outbox_add(struct db *db, const char *hook, const char *event,
 int db_outbox_due(struct db *db, long long now, size_t max,
                   struct db_outbox **rows, size_t *n);
 
+/* The row db_outbox_add() just added on db's connection, pending, in
+ * *rows (*n 1), or none (*n 0). Returns 0 or an errno. */
+int db_outbox_last(struct db *db, struct db_outbox **rows, size_t *n);
+
 /* Records a try of row id: its new state, attempts, next_at (pending),
  * the HTTP status (0 none) and error ("" none). Returns 0 or EIO. */
 int db_outbox_tried(struct db *db, long long id, int state, long attempts,

@@ -337,8 +337,12 @@ def test_redirect_not_followed_and_webhook_test(tmp_path, up_wheels):
         assert p.returncode == 2 and "nope" in p.stderr, p.stderr
         p = up.larder_cli(st.larder, "webhook", "test", "moved")
         assert p.returncode == 1 and "302" in p.stderr, (p.stdout, p.stderr)
+        # again: the new ping is tried at once, not queued behind the
+        # failed one (which is not due yet), and fails the same way
+        p = up.larder_cli(st.larder, "webhook", "test", "moved")
+        assert p.returncode == 1 and "302" in p.stderr, (p.stdout, p.stderr)
         time.sleep(1)
-        assert len(rcv.bodies("/moved")) == 1
+        assert len(rcv.bodies("/moved")) == 2
         assert len(rcv.bodies("/hook")) == 1, rcv.bodies("/hook")   # the first ping only
         rcv.assert_valid()
         text = http(st.base + "/+status").body.decode()
@@ -480,6 +484,45 @@ def test_policy_denied_once_per_file(tmp_path, up_wheels):
     finally:
         st.stop()
         rcv.stop()
+
+
+SEALED = """
+[index "sealed"]
+type = hosted
+read = token
+"""
+
+
+def test_status_hides_what_a_token_may_read(tmp_path, up_wheels):
+    """An upload to an index that takes a token to read, to a receiver
+    that is down: anonymous /+status shows no row naming its project, and
+    its failures only by kind, never the receiver's address."""
+    reason = stackmod.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    rcv = Receiver()  # never started: every delivery fails
+    secret = write_secret(str(tmp_path / "secret"))
+    down = "http://127.0.0.1:%d/hook" % stackmod.free_port()
+    text = (up.HOSTED_CONF + SEALED
+            + hook_conf(secret, rcv).replace(rcv.url, down))
+    st = stackmod.Stack(str(tmp_path / "stack"), up_wheels, larder_extra_text=text,
+                        root_pypi=up.ROOT_PYPI)
+    st.start()
+    try:
+        tok = up.token_add(st.larder, "sealed", "upload,read")
+        w = up.build_wheel(str(tmp_path / "d"), "secret-project-xyz", "4.2")
+        assert up.upload(st.base, "sealed", w, tok).status == 200
+        assert http(st.base + "/sealed/simple/secret-project-xyz/").status == 401
+        assert stackmod.wait_for(lambda: any(r[6] for r in outbox(st.data_dir)), 15)
+        rows = outbox(st.data_dir)
+        assert rows[0][3] == "secret-project-xyz" and rows[0][7], rows
+        assert "127.0.0.1" not in rows[0][7], rows
+        page = http(st.base + "/+status").body.decode()
+        assert "<h2>Webhooks</h2>" in page
+        assert "secret-project-xyz" not in page, page[page.find("<h2>Webhooks"):][:1500]
+        assert down.split("//")[1].split("/")[0] not in page
+    finally:
+        st.stop()
 
 
 def test_reload_replaces_the_deliverer(tmp_path, up_wheels):
