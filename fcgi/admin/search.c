@@ -90,6 +90,40 @@ static int add_registry(struct worker *w, struct req *r, struct scopes *s,
 	return 0;
 }
 
+/* Drops from hits (*n of them) the names r's token may not read in a
+ * scope that takes a token: a token limited to some projects or
+ * repositories (--projects, --repositories) sees only those, as when it
+ * asks for one. The scopes themselves were checked (add_index(),
+ * add_registry()); this is the per-name rule. */
+static void drop_unreadable(struct worker *w, struct req *r,
+			    struct db_search_hit *hits, size_t *n)
+{
+	const struct conf *c = w->conf;
+	size_t kept = 0;
+
+	for (size_t i = 0; i < *n; i++) {
+		const struct db_search_hit *h = &hits[i];
+		int oci = strcmp(h->kind, "oci") == 0, ok = 1, k;
+
+		if (oci) {
+			k = conf_registry_find(c, h->scope, strlen(h->scope));
+			if (k < 0 || (c->registry[k].read == CONF_READ_TOKEN &&
+				      oci_access_may(w, r, k, h->name,
+						     TOKEN_PULL)))
+				ok = 0;
+		} else {
+			k = conf_index_find(c, h->scope);
+			if (k < 0 || (auth_read_token(w, k) &&
+				      auth_may(w, r, k, TOKEN_READ, h->name)))
+				ok = 0;
+		}
+		if (ok && kept != i)
+			hits[kept] = hits[i];
+		kept += ok;
+	}
+	*n = kept;
+}
+
 /* Runs the words (common/search.h) over the scopes s: what the user
  * typed q, trimmed and lowercased, and PEP 503 normalised, are the exact
  * names. Returns as db_search_query(). */
@@ -347,6 +381,7 @@ void search_serve(struct worker *w, struct req *r)
 			req_error(r, 500, "cannot read the search index");
 			goto done;
 		}
+		drop_unreadable(w, r, hits, &n);
 	}
 	if (json)
 		json_answer(&o, q, hits, n);

@@ -35,6 +35,10 @@ layers = root/private pypi
 
 [registry "open"]
 type = hosted
+
+[registry "sealed"]
+type = hosted
+read = token
 """
 
 pytestmark = pytest.mark.stack(larder_extra_text=EXTRA)
@@ -232,6 +236,39 @@ def test_read_protected_index(stack, tmp_path):
     assert hits(base, q="telemetry", index="team/secret", headers=up.basic(rd)) == want
     r = search(base, q="telemetry", headers=up.basic(rd))
     assert "private" in r.header("Cache-Control", ""), r.headers
+
+
+def test_a_token_sees_only_its_projects(stack, tmp_path):
+    """A token limited to some projects (--projects) or repositories
+    (--repositories) finds only those in a scope that takes a token, as
+    when it asks for one; the others' names, summaries and tags stay
+    hidden."""
+    st = stack
+    base = st.nginx.base
+    up_tok = up.token_add(cli(st), "team/secret", "upload")
+    for name in ("quiet-box", "quiet-cam"):
+        upload(st, "team/secret", wheel_with(tmp_path / name, name, "1.0",
+                                             "Muffled telemetry"), up_tok)
+    rd = up.token_add(cli(st), "team/secret", "read", projects=["quiet-box"])
+    assert hits(base, q="muffled", headers=up.basic(rd)) == [
+        ("project", "team/secret", "quiet-box")]
+    full = up.token_add(cli(st), "team/secret", "read")
+    assert sorted(hits(base, q="muffled", headers=up.basic(full))) == [
+        ("project", "team/secret", "quiet-box"), ("project", "team/secret", "quiet-cam")]
+    push = _registry_token(st, "sealed")
+    push_image(base, push, "sealed/ci/app", "v1")
+    push_image(base, push, "sealed/secret/payroll-app", "v1-internal")
+    p = up.larder_cli(cli(st), "token", "add", "--registry", "sealed",
+                      "--actions", "pull", "--repositories", "ci/*")
+    assert p.returncode == 0, p.stderr
+    scoped = up.basic(p.stdout.strip())
+    r = http(base + "/v2/sealed/secret/payroll-app/manifests/v1-internal",
+             headers=dict(scoped, Accept=OCI_MANIFEST))
+    assert r.status == 403, r
+    assert hits(base, q="app", headers=scoped) == [("image", "sealed", "ci/app")]
+    r = search(base, q="internal", headers=scoped)
+    assert r.status == 200 and b"payroll" not in r.body, r.body[:500]
+    assert hits(base, q="app") == []
 
 
 HOSTILE = [
