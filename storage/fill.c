@@ -109,8 +109,11 @@ static void settle(struct db *db, const char *data_dir, struct flight *f,
 		lru_added(size);
 	/* a file's metadata (fetched under the key "meta:<the file's
 	 * sha256>", or made for meta_of): its summary, for /+search */
-	if (!rc && !dberr && (meta_of || (strncmp(key, "meta:", 5) == 0 &&
-					  strlen(key) == 5 + 64)))
+	/* (never metadata larder stored as provisional: range reads, or an
+	 * upstream's .metadata no page vouched for) */
+	if (!rc && !dberr && !prov &&
+	    (meta_of || (strncmp(key, "meta:", 5) == 0 &&
+			 strlen(key) == 5 + 64)))
 		search_note_file(db, data_dir, meta_of ? meta_of : key + 5,
 				 sha256);
 	if (rc)

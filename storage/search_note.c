@@ -108,5 +108,6 @@ void search_note_file(struct db *db, const char *data_dir,
 	struct heads h;
 
 	if (!read_heads(data_dir, meta_sha, &h))
-		(void)db_search_meta_file(db, file_sha, h.summary, h.keywords);
+		(void)db_search_meta_file(db, file_sha, meta_sha, h.summary,
+					  h.keywords);
 }

@@ -3,7 +3,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "common/log.h"
@@ -65,8 +67,9 @@ void copies_make(struct worker *w)
 {
 	struct pypi_copies *c = &pypi_proc()->copies;
 	const char *data_dir = w->conf->data_dir;
+	char gz[PATH_MAX];
 	struct blob_gz g;
-	int rc;
+	int rc, published;
 
 	for (int i = 0; i < c->n; i++) {
 		/* (a rendering is at most twice the page) */
@@ -79,17 +82,25 @@ void copies_make(struct worker *w)
 			continue;
 		}
 		/* under the collectors' lock: the blob stays while its copy
-		 * is named and counted in its size */
+		 * is named and counted in its size. Counted first, published
+		 * last: a copy the commit then fails to count is taken back,
+		 * so none stays on disk outside the budget */
 		rc = db_begin(w->db);
 		if (!rc)
-			rc = blob_gz_publish(data_dir, c->sha256[i], &g);
-		if (!rc)
 			rc = db_blob_add(w->db, c->sha256[i], g.plain + g.size);
+		published = !rc && g.fd >= 0;
+		if (!rc)
+			rc = blob_gz_publish(data_dir, c->sha256[i], &g);
+		published = published && !rc;
 		if (!rc)
 			rc = db_commit(w->db);
 		if (rc) {
 			blob_gz_discard(&g);
 			db_rollback(w->db);
+			if (published &&
+			    !blob_gz_path(data_dir, c->sha256[i], gz,
+					  sizeof(gz)))
+				unlink(gz);
 			continue;
 		}
 		lru_added(g.size);

@@ -35,13 +35,15 @@ int db_search_meta(struct db *db, const char *index, const char *project,
 }
 
 int db_search_meta_file(struct db *db, const char *file_sha256,
-			const char *summary, const char *keywords)
+			const char *meta_sha256, const char *summary,
+			const char *keywords)
 {
 	sqlite3_stmt *st = db_stmt(db, S_SEARCH_META_FILE);
 
 	BIND_TEXT(st, 1, file_sha256);
 	BIND_TEXT(st, 2, summary);
 	BIND_TEXT(st, 3, keywords);
+	BIND_TEXT(st, 4, meta_sha256);
 	return db_run(db, st, "search meta file");
 }
 

@@ -20,10 +20,12 @@ int db_search_meta(struct db *db, const char *index, const char *project,
 		   const char *summary, const char *keywords);
 
 /* As db_search_meta() for every index and project whose page lists the
- * file whose sha256 is file_sha256 (the metadata just stored is that
- * file's). Returns 0 or EIO. */
+ * file whose sha256 is file_sha256 and vouches for its metadata (the
+ * metadata just stored, meta_sha256): the page gives that hash (or none)
+ * and it is not provisional. Returns 0 or EIO. */
 int db_search_meta_file(struct db *db, const char *file_sha256,
-			const char *summary, const char *keywords);
+			const char *meta_sha256, const char *summary,
+			const char *keywords);
 
 /* Notes repository name of registry, and tag among its tags when tag is
  * not "" (a digest is no tag). Returns 0 or EIO. */

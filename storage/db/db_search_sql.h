@@ -99,6 +99,7 @@
 			       " summary, keywords) SELECT DISTINCT 'pypi',"  \
 			       " idx, project, ?2, ?3 FROM files"             \
 			       " WHERE sha256 = ?1 AND project != ''"         \
+			       " AND meta_prov = 0 AND meta_sha IN (?4, '')"  \
 			       " ON CONFLICT (kind, scope, name) DO UPDATE"   \
 			       " SET summary = excluded.summary,"             \
 			       " keywords = excluded.keywords"                \
