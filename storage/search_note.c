@@ -90,16 +90,15 @@ done:
 	return rc;
 }
 
-void search_note_meta(struct db *db, const char *data_dir, const char *index,
-		      const char *project, const char *meta_sha)
+int search_note_meta(struct db *db, const char *data_dir, const char *index,
+		     const char *project, const char *meta_sha)
 {
 	struct heads h;
 
 	if (*meta_sha && !read_heads(data_dir, meta_sha, &h))
-		(void)db_search_meta(db, index, project, h.summary,
-				     h.keywords);
-	else
-		(void)db_search_name(db, index, project);
+		return db_search_meta(db, index, project, h.summary,
+				      h.keywords);
+	return db_search_name(db, index, project);
 }
 
 void search_note_file(struct db *db, const char *data_dir,

@@ -13,9 +13,10 @@
 
 /* Files the Summary and Keywords of the metadata blob meta_sha (in
  * data_dir's store) under project of index; the name alone when meta_sha
- * is "" or cannot be read. */
-void search_note_meta(struct db *db, const char *data_dir, const char *index,
-		      const char *project, const char *meta_sha);
+ * is "" or cannot be read. Returns 0, or EIO when the write cost the
+ * transaction it ran in (storage/db/db_search.h). */
+int search_note_meta(struct db *db, const char *data_dir, const char *index,
+		     const char *project, const char *meta_sha);
 
 /* As search_note_meta() for every index and project whose page lists the
  * file whose sha256 is file_sha (meta_sha is that file's metadata). */

@@ -19,7 +19,7 @@ static void one(const char *index, const char *project, const char *meta_sha,
 {
 	struct reindex *x = ctx;
 
-	search_note_meta(x->db, x->data_dir, index, project, meta_sha);
+	(void)search_note_meta(x->db, x->data_dir, index, project, meta_sha);
 	x->n++;
 }
 

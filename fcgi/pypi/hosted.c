@@ -379,8 +379,8 @@ int hosted_publish(struct worker *w, int idx, const struct db_hosted *h,
 	if (!rc)
 		rc = db_hosted_put(w->db, ix->name, &row);
 	if (!rc) /* its summary and keywords, for /+search */
-		search_note_meta(w->db, w->conf->data_dir, ix->name,
-				 h->project, h->meta_sha);
+		rc = search_note_meta(w->db, w->conf->data_dir, ix->name,
+				      h->project, h->meta_sha);
 	if (!rc)
 		rc = db_file_put(w->db, ix->name, h->sha256, h->filename,
 				 &file);

@@ -334,7 +334,7 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	if (!rc)
 		rc = db_page_put(w->db, ix->name, project, p);
 	if (!rc && p->status == 200) /* found by /+search from now on */
-		(void)db_search_name(w->db, ix->name, project);
+		rc = db_search_name(w->db, ix->name, project);
 	if (!rc && have)
 		rc = pages_note_replaced(w, &old, p, now);
 	if (!rc)

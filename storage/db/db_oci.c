@@ -49,9 +49,10 @@ int db_oci_ref_put(struct db *db, const char *registry, const char *name,
 	sqlite3_bind_int64(st, 9, r->ttl);
 	err = db_run(db, st, "oci ref put");
 	/* a repository held is found by /+search, a tag (neither a digest
-	 * nor a list row) by its name too; a miss there fails nothing */
+	 * nor a list row) by its name too; a miss there fails nothing but a
+	 * transaction SQLite gave up */
 	if (!err && r->status == 200)
-		(void)db_search_tag(db, registry, name,
+		err = db_search_tag(db, registry, name,
 				    strchr(ref, ':') || *ref == '/' ? "" : ref);
 	return err;
 }

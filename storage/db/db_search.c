@@ -13,25 +13,38 @@
 #include "storage/db/db_search_sql.h"
 #include "storage/db/db_sql.h"
 
+/* What a search write that ended in err means to its caller: nothing (the
+ * failure is logged; the index is a convenience, and `larder search
+ * reindex` mends it), unless SQLite rolled back the transaction it ran
+ * in, as it may on SQLITE_FULL, IOERR or NOMEM: then EIO, or the
+ * change's other statements would commit one by one. in_tx: whether a
+ * transaction was open before the write. */
+static int write_done(struct db *db, int in_tx, int err)
+{
+	return err && in_tx && sqlite3_get_autocommit(db->conn) ? EIO : 0;
+}
+
 int db_search_name(struct db *db, const char *index, const char *project)
 {
 	sqlite3_stmt *st = db_stmt(db, S_SEARCH_NAME);
+	int in_tx = !sqlite3_get_autocommit(db->conn);
 
 	BIND_TEXT(st, 1, index);
 	BIND_TEXT(st, 2, project);
-	return db_run(db, st, "search name");
+	return write_done(db, in_tx, db_run(db, st, "search name"));
 }
 
 int db_search_meta(struct db *db, const char *index, const char *project,
 		   const char *summary, const char *keywords)
 {
 	sqlite3_stmt *st = db_stmt(db, S_SEARCH_META);
+	int in_tx = !sqlite3_get_autocommit(db->conn);
 
 	BIND_TEXT(st, 1, index);
 	BIND_TEXT(st, 2, project);
 	BIND_TEXT(st, 3, summary);
 	BIND_TEXT(st, 4, keywords);
-	return db_run(db, st, "search meta");
+	return write_done(db, in_tx, db_run(db, st, "search meta"));
 }
 
 int db_search_meta_file(struct db *db, const char *file_sha256,
@@ -39,23 +52,25 @@ int db_search_meta_file(struct db *db, const char *file_sha256,
 			const char *keywords)
 {
 	sqlite3_stmt *st = db_stmt(db, S_SEARCH_META_FILE);
+	int in_tx = !sqlite3_get_autocommit(db->conn);
 
 	BIND_TEXT(st, 1, file_sha256);
 	BIND_TEXT(st, 2, summary);
 	BIND_TEXT(st, 3, keywords);
 	BIND_TEXT(st, 4, meta_sha256);
-	return db_run(db, st, "search meta file");
+	return write_done(db, in_tx, db_run(db, st, "search meta file"));
 }
 
 int db_search_tag(struct db *db, const char *registry, const char *name,
 		  const char *tag)
 {
 	sqlite3_stmt *st = db_stmt(db, S_SEARCH_TAG);
+	int in_tx = !sqlite3_get_autocommit(db->conn);
 
 	BIND_TEXT(st, 1, registry);
 	BIND_TEXT(st, 2, name);
 	BIND_TEXT(st, 3, tag);
-	return db_run(db, st, "search tag");
+	return write_done(db, in_tx, db_run(db, st, "search tag"));
 }
 
 /* Copies text column col into out, cut at a UTF-8 boundary. */

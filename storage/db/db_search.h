@@ -10,25 +10,31 @@
 
 #include "storage/db/db.h"
 
+/* The four writes below run inside the change they index (a page, an
+ * upload, a manifest). One that fails is logged and returns 0: the index
+ * is a convenience, and `larder search reindex` mends it. It returns EIO
+ * only when SQLite rolled back the transaction it ran in (SQLITE_FULL,
+ * IOERR, NOMEM), and the caller must then fail the change. */
+
 /* Notes project of index (a cache or hosted one) by its name, when the
- * index does not know it yet. Returns 0 or EIO. */
+ * index does not know it yet. Returns 0 or EIO, as above. */
 int db_search_name(struct db *db, const char *index, const char *project);
 
 /* Sets the summary and keywords of project of index (adding the project
- * when new). Returns 0 or EIO. */
+ * when new). Returns 0 or EIO, as above. */
 int db_search_meta(struct db *db, const char *index, const char *project,
 		   const char *summary, const char *keywords);
 
 /* As db_search_meta() for every index and project whose page lists the
  * file whose sha256 is file_sha256 and vouches for its metadata (the
  * metadata just stored, meta_sha256): the page gives that hash (or none)
- * and it is not provisional. Returns 0 or EIO. */
+ * and it is not provisional. Returns 0 or EIO, as above. */
 int db_search_meta_file(struct db *db, const char *file_sha256,
 			const char *meta_sha256, const char *summary,
 			const char *keywords);
 
 /* Notes repository name of registry, and tag among its tags when tag is
- * not "" (a digest is no tag). Returns 0 or EIO. */
+ * not "" (a digest is no tag). Returns 0 or EIO, as above. */
 int db_search_tag(struct db *db, const char *registry, const char *name,
 		  const char *tag);
 
