@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,6 +15,10 @@
 #include "storage/blob.h"
 #include "storage/db/db.h"
 #include "storage/lru.h"
+
+/* Renderings bigger than this give their memory back to the system once
+ * their copies are made. */
+#define COPIES_TRIM_OVER (1 << 20)
 
 /* Whether the gzip'd copies of the renderings a page fetch stores wait
  * until the answer is out (the caller said it makes them then). */
@@ -69,12 +74,13 @@ void copies_make(struct worker *w)
 	const char *data_dir = w->conf->data_dir;
 	char gz[PATH_MAX];
 	struct blob_gz g;
-	int rc, published;
+	int rc, published, big = 0;
 
 	for (int i = 0; i < c->n; i++) {
 		/* (a rendering is at most twice the page) */
 		rc = blob_gz_prepare(data_dir, c->sha256[i],
 				     (size_t)w->conf->max_page_size * 2, &g);
+		big = big || g.plain > COPIES_TRIM_OVER;
 		if (rc || g.fd < 0) {
 			/* gone meanwhile (evicted): nothing to copy */
 			if (rc && rc != ENOENT)
@@ -105,5 +111,9 @@ void copies_make(struct worker *w)
 		}
 		lru_added(g.size);
 	}
+	/* a big rendering, read back and deflated, grew the heap: give it
+	 * back, as storing the page does (fcgi/pypi/pages.c) */
+	if (big)
+		malloc_trim(0);
 	c->n = 0;
 }

@@ -557,8 +557,10 @@ def test_request_log(stack):
     lines = [l for l in stack.larder.log_lines()
              if re.search(r"(?<!\S)GET(?!\S).*?/root/pypi/simple/larder-demo-a/.*?\b200\b", l)]
     assert len(lines) >= 2, lines
-    assert "miss" in lines[0].lower(), lines
-    assert "hit" in lines[1].lower(), lines
+    # one MISS and one HIT: the miss's line may come second, as a cold
+    # page's worker logs it after making the page's gzip'd copies
+    assert sorted(" miss " in l.lower() for l in lines[:2]) == [False, True], lines
+    assert sum(" hit " in l.lower() for l in lines[:2]) == 1, lines
 
 
 def test_hostile_paths(stack, dists):
