@@ -1565,7 +1565,9 @@ def test_bogus_ranges(stack, fd, mode):
                     assert m and r.body == d.data[int(m.group(1)):int(m.group(2)) + 1], (rng, cr)
     if mode == "stream":
         # what larder's parser makes of the brief's examples
-        for rng, want in (("bytes=z-", 200), ("bytes=5-1", 200), ("bytes=999999999-", 416),
+        # (a reversed range is unsatisfiable, as nginx's own would be
+        # ignored: larder answers 416 before handing the file over)
+        for rng, want in (("bytes=z-", 200), ("bytes=5-1", 416), ("bytes=999999999-", 416),
                           ("bytes=-0", 416), ("bytes=%d-" % d.size, 416), ("bytes=2-5", 206),
                           ("bytes=-5", 206), ("bytes=0-0,-1", 200)):
             r = raw_request(stack.nginx.port, file_path(d), headers={"Range": rng})

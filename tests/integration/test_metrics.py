@@ -133,6 +133,9 @@ def test_requests_bytes_and_errors(stack, dists):
     # a page: a miss, then a hit served from the store
     r = page(st, "larder-demo-a")
     assert r.status == 200 and r.header("X-Larder-Cache") == "MISS", r
+    # counted when its worker is done, after the answer: the page's gzip'd
+    # copies are made in between
+    stackmod.wait_for(lambda: req(metrics(st), "page", "miss") - req(m0, "page", "miss") == 1)
     m1, d = moved(st, m0)
     assert req(m1, "page", "miss") - req(m0, "page", "miss") == 1, d
     assert d[("larder_fetched_bytes_total", ())] > 0, d
