@@ -10,7 +10,10 @@
 # FUZZ_TARGETS, FUZZ_SRC (common/*.c), FUZZ_LIBS, FUZZ_JOBS, top_srcdir,
 # top_builddir; run in the build directory.
 set -u
-bin=tests/fuzz/bin
+# (not under tests/fuzz: that directory goes into the tarball whole, and
+# make dist, run while the fuzzers write their corpora, would copy files
+# that vanish under it)
+bin=fuzz-bin
 mkdir -p "$bin/obj"
 jobs=${FUZZ_JOBS:-2}
 cc=$FUZZ_CC
