@@ -58,16 +58,6 @@ void copies_note(struct worker *w, const char *sha256)
 	memcpy(c->sha256[c->n++], sha256, 65);
 }
 
-int copies_pending(const char *sha256)
-{
-	const struct pypi_copies *c = &pypi_proc()->copies;
-
-	for (int i = 0; i < c->n; i++)
-		if (strcmp(c->sha256[i], sha256) == 0)
-			return 1;
-	return 0;
-}
-
 void copies_make(struct worker *w)
 {
 	struct pypi_copies *c = &pypi_proc()->copies;

@@ -28,9 +28,4 @@ void copies_note(struct worker *w, const char *sha256);
  * (blob_gz_prepare). Clears the list. */
 void copies_make(struct worker *w);
 
-/* Whether blob sha256 is a rendering whose copy copies_make() is to make:
- * its answer is not one for the web server's cache to keep for a client
- * that takes gzip. */
-int copies_pending(const char *sha256);
-
 #endif

@@ -128,8 +128,6 @@ again:
 	o.inline_body = o.front_cache = cache && strcmp(cache, "1") == 0;
 	o.whole = r->cache && strcmp(r->cache, "STALE") == 0;
 	o.content_type = accept_content_type(fmt);
-	o.gzip_later = copies_pending(fmt == ACCEPT_JSON ? p.json_sha :
-							       p.html_sha);
 	rc = send_blob(w, r, fmt == ACCEPT_JSON ? p.json_sha : p.html_sha, &o);
 	if (rc == ENOENT && !retried) {
 		/* a rendering gone from the store: fetch the page again */

@@ -235,7 +235,7 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	long long under, from, to;
 	char rel[128], path[PATH_MAX];
 	struct stat st;
-	int rc, gz, inl;
+	int rc, gz, inl, takes_gz;
 
 	rc = blob_relpath(sha256, rel, sizeof(rel));
 	if (rc)
@@ -261,14 +261,18 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 		req_header(r, "Cache-Control", "%s", cc);
 	if (o->expires)
 		req_header_date(r, "Expires", o->expires);
+	/* the gzip'd copy when the client takes it and the page has one (a
+	 * page whose gzip is no smaller has none) */
+	takes_gz = o->gzip && accept_gzip(req_env(r, "HTTP_ACCEPT_ENCODING"));
+	gz = takes_gz && blob_gz_size(c->data_dir, sha256) >= 0;
 	/* nginx keeps an answer under its URL whatever the method: never a
 	 * HEAD's, which has no body, for the GETs after it; never one that
 	 * needed a token (it would hand it to anyone); never a page sent
-	 * plain to a client that takes gzip while its copy is being made */
+	 * plain to a client that takes gzip, as its copy may be on its way
+	 * (a cold page's copies are made after its answer, by the worker
+	 * that fetched it: any worker may be the one asked meanwhile) */
 	if (o->front_cache &&
-	    (r->private_index || r->head ||
-	     (o->gzip_later &&
-	      accept_gzip(req_env(r, "HTTP_ACCEPT_ENCODING"))))) {
+	    (r->private_index || r->head || (takes_gz && !gz))) {
 		req_header(r, "X-Accel-Expires", "0");
 	} else if (o->expires && o->front_cache) {
 		long long last = o->expires - 1; /* the last second fresh */
@@ -283,10 +287,6 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 						       "Accept-Encoding");
 	else if (o->vary_accept)
 		req_header(r, "Vary", "Accept");
-	/* the gzip'd copy when the client takes it and the page has one (a
-	 * page whose gzip is no smaller has none) */
-	gz = o->gzip && accept_gzip(req_env(r, "HTTP_ACCEPT_ENCODING")) &&
-	     blob_gz_size(c->data_dir, sha256) >= 0;
 	/* Answered here in every mode: the web server only knows its own
 	 * validators for the file, not ours. */
 	if (!o->whole && etag_matches(inm, sha256)) {

@@ -36,11 +36,6 @@ struct send_opts {
 	                               ETag "<sha>-gz"; Vary names
 	                               Accept-Encoding. With nginx, its
 	                               gzip_static picks the copy. */
-	int gzip_later;             /* a page whose copy is not made yet: an
-	                               answer to a client that takes gzip
-	                               goes out plain and is not kept by
-	                               the web server's cache
-	                               (X-Accel-Expires: 0) */
 	int inline_body;            /* send the bytes, whatever sendfile says
 	                               (the web server caches the answer) */
 	int whole;                  /* never a 304: a cache in front that

@@ -247,6 +247,29 @@ def test_cold_page_goes_out_before_its_copy(stack):
     assert rc == 0, out
 
 
+def test_no_worker_lets_nginx_keep_a_plain_answer_for_gzip(stack):
+    """While a page's copy is not there (its fetching worker makes it after
+    the answer), any worker asked for it by a client that takes gzip
+    answers plain and tells nginx's page cache not to keep that answer, or
+    nginx would hand it to every gzip client until the page went stale.
+    The copy's absence is made here by moving it aside."""
+    path = "/root/pypi/simple/larder-demo-b/"
+    plain_h = {"Accept": JSON_TYPE}
+    gz_h = {"Accept": JSON_TYPE, "Accept-Encoding": "gzip"}
+    plain = stackmod.http(stack.base + path, headers=plain_h).body
+    copy = wait_copy(stack.data_dir, sha256(plain))
+    assert copy
+    os.rename(copy, copy + ".aside")
+    try:
+        r = stackmod.http(stack.base + path, headers=gz_h)
+        assert r.status == 200 and r.header("Content-Encoding") is None, r.headers
+    finally:
+        os.rename(copy + ".aside", copy)
+    r = stackmod.http(stack.base + path, headers=gz_h)
+    assert r.status == 200 and r.header("Content-Encoding") == "gzip", r.headers
+    assert gzip.decompress(r.body) == plain
+
+
 def test_a_head_leaves_nginx_no_empty_page(stack):
     """nginx's page cache keys a page by its URL, not the method: a HEAD
     answered first must not leave it an empty answer for the GETs after
