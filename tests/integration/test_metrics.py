@@ -244,6 +244,8 @@ def test_revalidated_and_stale(stack):
 def test_counters_survive_a_restart(stack):
     st = stack
     assert page(st, "larder-demo-a").status == 200
+    # counted when its worker is done, after the page's gzip'd copies
+    stackmod.wait_for(lambda: req(metrics(st), "page", "miss") == 1)
     before = req(metrics(st), "page", "miss")
     st.larder.stop()
     st.larder.start()
