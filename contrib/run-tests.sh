@@ -81,7 +81,9 @@ fi
 
 mkdir -p "$out/sanitizer"
 # One build's pass: its unit tests, then its integration tests, each
-# with its own pytest basetemp. The passes of the two builds run at the
+# with its own pytest basetemp (/tmp/larder-it-NAME: pytest empties it
+# when it starts, and leaves it for a look afterwards; deleting it here
+# took minutes of CI's time). The passes of the two builds run at the
 # same time: the integration tests mostly wait on clocks (timeouts, TTLs,
 # servers starting), not on the CPU, so two passes take little longer
 # than one. PASSES=serial runs them one after the other.
@@ -98,13 +100,11 @@ one_pass() {
 		tail -n 30 "$out/unit-$name.log"
 	cat "$dir"/tests/unit/*.log >"$out/unit-cases-$name.log" 2>/dev/null
 	echo "== $name build: integration tests"
-	rm -rf "/tmp/larder-it-$name"
 	LARDER_BUILD_KIND=$name LARDER_BIN="$dir/larder" \
 		/usr/bin/python3 -m pytest -p no:cacheprovider \
 		-q -rs --basetemp="/tmp/larder-it-$name" \
 		--junitxml="$out/integration-$name.xml" \
 		--ignore=tests/integration/test_deb.py tests/integration "$@"
-	rm -rf "/tmp/larder-it-$name"
 	unset ASAN_OPTIONS UBSAN_OPTIONS
 }
 
