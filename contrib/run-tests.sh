@@ -147,10 +147,11 @@ if [ -n "$pass_pids" ]; then
 	done
 fi
 
-# The fuzzers and the benchmark smoke run in the background while the
-# Debian package and distcheck are made (none of them times anything): the
-# fuzzers' budget is time, not executions, and the smoke run mostly waits
-# on the servers it starts.
+# The fuzzers run in the background while the Debian package and
+# distcheck are made, as the benchmark smoke run may still (none of them
+# times anything): the fuzzers' budget is time, not executions. They
+# write under the build directory's fuzz-bin/, which make dist never
+# copies.
 fuzz_pid=
 if [ "${FUZZ:-1}" != 0 ] && [ $# -eq 0 ]; then
 	echo "== fuzzing, ${FUZZ_SECONDS:-15} s per target (in the background)"
