@@ -285,62 +285,6 @@ static int copy_conf(struct conf *dst, const struct conf *src)
 	return err;
 }
 
-int conf_policy_find(const struct conf *c, const char *name, size_t n)
-{
-	for (size_t i = 0; i < c->npolicy; i++)
-		if (strlen(c->policy[i].name) == n &&
-		    !memcmp(c->policy[i].name, name, n))
-			return (int)i;
-	return -1;
-}
-
-int conf_index_find(const struct conf *c, const char *name)
-{
-	for (size_t i = 0; i < c->nindex; i++)
-		if (c->index[i].name && !strcmp(c->index[i].name, name))
-			return (int)i;
-	return -1;
-}
-
-int conf_registry_find(const struct conf *c, const char *name, size_t n)
-{
-	for (size_t i = 0; i < c->nregistry; i++) {
-		const char *r = c->registry[i].name;
-
-		if (r && strlen(r) == n && !memcmp(r, name, n))
-			return (int)i;
-	}
-	return -1;
-}
-
-int conf_webhook_find(const struct conf *c, const char *name)
-{
-	for (size_t i = 0; i < c->nwebhook; i++)
-		if (!strcmp(c->webhook[i].name, name))
-			return (int)i;
-	return -1;
-}
-
-int conf_list_has(const char *list, const char *word)
-{
-	size_t n, len = strlen(word);
-
-	for (const char *w = list; w && *w; w += n + (w[n] == ' ')) {
-		n = strcspn(w, " ");
-		if (n == len && !strncmp(w, word, n))
-			return 1;
-	}
-	return 0;
-}
-
-int conf_registry_default(const struct conf *c)
-{
-	for (size_t i = 0; i < c->nregistry; i++)
-		if (c->registry[i].is_default)
-			return (int)i;
-	return -1;
-}
-
 /* Sets section's keys that have a default, in base. Returns 0 or ENOMEM
  * (the defaults are the table's own, so they parse). */
 static int set_defaults(void *base, const char *section)
