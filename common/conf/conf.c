@@ -135,6 +135,94 @@ static const char *expected(const struct conf_key *k, char *out, size_t outlen)
 	return out;
 }
 
+/* The sections: [larder], then the named ones, each an array in struct
+ * conf with its count, and rows in struct conf_parser for the line each
+ * key was set on. One table, so that starting, filling, copying and
+ * freeing a section is written once. */
+enum { K_LARDER, K_INDEX, K_REGISTRY, K_WEBHOOK, K_POLICY, K_COUNT };
+
+struct conf_kind {
+	const char *word;  /* "index" */
+	const char *named; /* how a message names its kind: "[index \"NAME\"]" */
+	const char *plural; /* "indexes" */
+	size_t max;        /* sections of the kind at most */
+	size_t size;       /* one section's struct */
+	size_t array;      /* in struct conf: the sections */
+	size_t count;      /* in struct conf: how many (a size_t) */
+	size_t name;       /* in a section's struct: its char *name */
+	size_t lines;      /* in struct conf_parser: unsigned [max][CONF_NKEYS] */
+	size_t starts;     /* in struct conf_parser: unsigned [max] */
+	const char *(*bad_name)(const char *name);
+	int replaces;      /* the file's first replaces the built-in ones */
+	int inherits;      /* keys left unset take [larder]'s value */
+};
+
+static const char *bad_webhook_name(const char *name)
+{
+	if (!*name || strlen(name) > 64 ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-_.") !=
+	        strlen(name))
+		return "expected 1 to 64 of a-z 0-9 - _ .";
+	return NULL;
+}
+
+static const char *bad_policy_name(const char *name)
+{
+	if (!*name || strlen(name) > 64 ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyz"
+	                 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
+	        strlen(name))
+		return "1 to 64 letters, digits, - _ or .";
+	return NULL;
+}
+
+#define KIND(w, pl, type, arr, n, max, ln, st, bad, repl, inh)             \
+	{w, "[" w " \"NAME\"]", pl, max, sizeof(type), offsetof(struct conf, arr), \
+	 offsetof(struct conf, n), offsetof(type, name),                    \
+	 offsetof(struct conf_parser, ln), offsetof(struct conf_parser, st), \
+	 bad, repl, inh}
+
+static const struct conf_kind kinds[K_COUNT] = {
+    [K_LARDER] = {"larder", "[larder]", "", 1, sizeof(struct conf), 0, 0, 0,
+                  offsetof(struct conf_parser, larder_line), 0, NULL, 0, 0},
+    [K_INDEX] = KIND("index", "indexes", struct conf_index, index, nindex,
+                     CONF_MAX_INDEXES, index_line, section_line,
+                     conf_bad_index_name, 1, 1),
+    [K_REGISTRY] = KIND("registry", "registries", struct conf_registry, registry,
+                        nregistry, CONF_MAX_REGISTRIES, registry_line,
+                        registry_section_line, conf_bad_registry_name, 1,
+                        1),
+    [K_WEBHOOK] = KIND("webhook", "webhooks", struct conf_webhook, webhook, nwebhook,
+                       CONF_MAX_WEBHOOKS, webhook_line,
+                       webhook_section_line, bad_webhook_name, 0, 0),
+    [K_POLICY] = KIND("policy", "policies", struct conf_policy_def, policy, npolicy,
+                      CONF_MAX_POLICIES, policy_line, policy_section_line,
+                      bad_policy_name, 0, 0),
+};
+
+static size_t *kind_count(struct conf *c, const struct conf_kind *k)
+{
+	return (size_t *)((char *)c + k->count);
+}
+
+/* Section i of kind k in c (c itself for [larder]). */
+static void *kind_at(struct conf *c, const struct conf_kind *k, size_t i)
+{
+	return (char *)c + k->array + i * k->size;
+}
+
+static char **kind_name(struct conf *c, const struct conf_kind *k, size_t i)
+{
+	return (char **)((char *)kind_at(c, k, i) + k->name);
+}
+
+/* The lines section i's keys were set on. */
+static unsigned *kind_lines(struct conf_parser *p, const struct conf_kind *k,
+                            size_t i)
+{
+	return (unsigned *)((char *)p + k->lines) + i * CONF_NKEYS;
+}
+
 /* Frees the strings of section's keys in base, leaving NULLs. */
 static void free_strings(void *base, const char *section)
 {
@@ -147,49 +235,22 @@ static void free_strings(void *base, const char *section)
 	}
 }
 
-static void free_index(struct conf_index *ix)
+/* Frees every section of kind k in c, leaving none. */
+static void free_kind(struct conf *c, const struct conf_kind *k)
 {
-	free_strings(ix, "index");
-	free(ix->name);
-	ix->name = NULL;
-}
-
-static void free_registry(struct conf_registry *r)
-{
-	free_strings(r, "registry");
-	free(r->name);
-	r->name = NULL;
-}
-
-static void free_webhook(struct conf_webhook *h)
-{
-	free_strings(h, "webhook");
-	free(h->name);
-	h->name = NULL;
-}
-
-static void free_policy(struct conf_policy_def *d)
-{
-	free_strings(d, "policy");
-	free(d->name);
-	d->name = NULL;
+	for (size_t i = 0; i < *kind_count(c, k); i++) {
+		free_strings(kind_at(c, k, i), k->word);
+		free(*kind_name(c, k, i));
+		*kind_name(c, k, i) = NULL;
+	}
+	*kind_count(c, k) = 0;
 }
 
 void conf_free(struct conf *c)
 {
 	free_strings(c, "larder");
-	for (size_t i = 0; i < c->npolicy; i++)
-		free_policy(&c->policy[i]);
-	c->npolicy = 0;
-	for (size_t i = 0; i < c->nindex; i++)
-		free_index(&c->index[i]);
-	c->nindex = 0;
-	for (size_t i = 0; i < c->nregistry; i++)
-		free_registry(&c->registry[i]);
-	c->nregistry = 0;
-	for (size_t i = 0; i < c->nwebhook; i++)
-		free_webhook(&c->webhook[i]);
-	c->nwebhook = 0;
+	for (size_t k = K_LARDER + 1; k < K_COUNT; k++)
+		free_kind(c, &kinds[k]);
 	free(c->source);
 	c->source = NULL;
 }
@@ -230,54 +291,29 @@ static int copy_strings(void *dst, const void *src, const char *section)
 /* Makes dst a deep copy of src. Returns 0 or ENOMEM (dst then empty). */
 static int copy_conf(struct conf *dst, const struct conf *src)
 {
+	struct conf *from = (struct conf *)src; /* only read */
+	const struct conf_kind *k;
 	int err;
 
 	*dst = *src;
 	/* Forget src's strings first, so a failure frees only our own. */
 	forget_strings(dst, "larder");
-	for (size_t j = 0; j < src->nindex; j++) {
-		forget_strings(&dst->index[j], "index");
-		dst->index[j].name = NULL;
-	}
-	for (size_t j = 0; j < src->nregistry; j++) {
-		forget_strings(&dst->registry[j], "registry");
-		dst->registry[j].name = NULL;
-	}
-	for (size_t j = 0; j < src->nwebhook; j++) {
-		forget_strings(&dst->webhook[j], "webhook");
-		dst->webhook[j].name = NULL;
-	}
-	for (size_t j = 0; j < src->npolicy; j++) {
-		forget_strings(&dst->policy[j], "policy");
-		dst->policy[j].name = NULL;
-	}
+	for (k = &kinds[K_LARDER + 1]; k < &kinds[K_COUNT]; k++)
+		for (size_t j = 0; j < *kind_count(dst, k); j++) {
+			forget_strings(kind_at(dst, k, j), k->word);
+			*kind_name(dst, k, j) = NULL;
+		}
 	dst->source = NULL;
 
 	err = copy_strings(dst, src, "larder");
-	for (size_t j = 0; j < src->npolicy && !err; j++) {
-		err = copy_strings(&dst->policy[j], &src->policy[j], "policy");
-		if (!err)
-			err = dup_str(&dst->policy[j].name, src->policy[j].name);
-	}
-	for (size_t j = 0; j < src->nindex && !err; j++) {
-		err = copy_strings(&dst->index[j], &src->index[j], "index");
-		if (!err)
-			err = dup_str(&dst->index[j].name, src->index[j].name);
-	}
-	for (size_t j = 0; j < src->nregistry && !err; j++) {
-		err = copy_strings(&dst->registry[j], &src->registry[j],
-		                   "registry");
-		if (!err)
-			err = dup_str(&dst->registry[j].name,
-			              src->registry[j].name);
-	}
-	for (size_t j = 0; j < src->nwebhook && !err; j++) {
-		err = copy_strings(&dst->webhook[j], &src->webhook[j],
-		                   "webhook");
-		if (!err)
-			err = dup_str(&dst->webhook[j].name,
-			              src->webhook[j].name);
-	}
+	for (k = &kinds[K_LARDER + 1]; k < &kinds[K_COUNT]; k++)
+		for (size_t j = 0; j < *kind_count(from, k) && !err; j++) {
+			err = copy_strings(kind_at(dst, k, j),
+			                   kind_at(from, k, j), k->word);
+			if (!err)
+				err = dup_str(kind_name(dst, k, j),
+				              *kind_name(from, k, j));
+		}
 	if (!err)
 		err = dup_str(&dst->source, src->source);
 	if (err)
@@ -299,168 +335,52 @@ static int set_defaults(void *base, const char *section)
 	return err;
 }
 
-static int start_index(struct conf_parser *p, const char *name)
+/* [KIND "NAME"]: a new section of kind k, its keys at their defaults. */
+static int start_section(struct conf_parser *p, const struct conf_kind *k,
+                         const char *name)
 {
-	char ref[PATH_MAX + 32];
+	char ref[PATH_MAX + 32], name_shown[MAX_SHOWN + 16];
 	struct conf *c = p->c;
-	char name_shown[MAX_SHOWN + 16];
+	unsigned *starts = (unsigned *)((char *)p + k->starts);
+	size_t n = *kind_count(c, k);
 	const char *why;
-	int j;
 
 	shown(name, 1, name_shown, sizeof(name_shown));
-	snprintf(p->where, sizeof(p->where), "[index \"%s\"]: ", name_shown);
-	why = conf_bad_index_name(name);
+	snprintf(p->where, sizeof(p->where), "[%s \"%s\"]: ", k->word,
+	         name_shown);
+	why = k->bad_name(name);
 	if (why)
-		return conf_fail(p, p->line, "%sbad index name: %s", p->where,
-		                 why);
-	if (!p->declared) {
-		/* The first [index] replaces the indexes there were. */
-		for (size_t i = 0; i < c->nindex; i++)
-			free_index(&c->index[i]);
-		c->nindex = 0;
-		p->declared = 1;
+		return conf_fail(p, p->line, "%sbad %s name: %s", p->where,
+		                 k->word, why);
+	if (k->replaces && !(p->seen & 1u << (k - kinds))) {
+		/* The file's first replaces the built-in ones. */
+		free_kind(c, k);
+		n = 0;
 	}
-	j = conf_index_find(c, name);
-	if (j >= 0)
-		return conf_fail(
-		    p, p->line,
-		    "duplicate section [index \"%s\"] (first at %s)",
-		    name, conf_line_ref(p, p->line, p->section_line[j], ref,
-		                        sizeof(ref)));
-	if (c->nindex >= CONF_MAX_INDEXES)
-		return conf_fail(p, p->line, "%stoo many indexes (at most %d)",
-		                 p->where, CONF_MAX_INDEXES);
-	p->ix = c->nindex;
-	memset(&c->index[p->ix], 0, sizeof(c->index[p->ix]));
-	memset(p->index_line[p->ix], 0, sizeof(p->index_line[p->ix]));
-	p->section_line[p->ix] = p->line;
-	c->index[p->ix].name = strdup(name);
-	if (!c->index[p->ix].name)
+	p->seen |= 1u << (k - kinds);
+	for (size_t j = 0; j < n; j++)
+		if (!strcmp(*kind_name(c, k, j), name))
+			return conf_fail(
+			    p, p->line,
+			    "duplicate section [%s \"%s\"] (first at %s)",
+			    k->word, name,
+			    conf_line_ref(p, p->line, starts[j], ref,
+			                  sizeof(ref)));
+	if (n >= k->max)
+		return conf_fail(p, p->line, "%stoo many %s (at most %zu)",
+		                 p->where, k->plural, k->max);
+	memset(kind_at(c, k, n), 0, k->size);
+	memset(kind_lines(p, k, n), 0, CONF_NKEYS * sizeof(unsigned));
+	starts[n] = p->line;
+	*kind_name(c, k, n) = strdup(name);
+	if (!*kind_name(c, k, n))
 		return ENOMEM;
-	c->nindex++;
-	p->in = IN_INDEX;
-	conf_set_inherited(&c->index[p->ix], "index");
-	return set_defaults(&c->index[p->ix], "index");
-}
-
-static int start_registry(struct conf_parser *p, const char *name)
-{
-	char ref[PATH_MAX + 32];
-	struct conf *c = p->c;
-	char name_shown[MAX_SHOWN + 16];
-	const char *why;
-	int j;
-
-	shown(name, 1, name_shown, sizeof(name_shown));
-	snprintf(p->where, sizeof(p->where), "[registry \"%s\"]: ", name_shown);
-	why = conf_bad_registry_name(name);
-	if (why)
-		return conf_fail(p, p->line, "%sbad registry name: %s",
-		                 p->where, why);
-	if (!p->declared_registries) {
-		/* The first [registry] replaces the registries there were. */
-		for (size_t i = 0; i < c->nregistry; i++)
-			free_registry(&c->registry[i]);
-		c->nregistry = 0;
-		p->declared_registries = 1;
-	}
-	j = conf_registry_find(c, name, strlen(name));
-	if (j >= 0)
-		return conf_fail(
-		    p, p->line,
-		    "duplicate section [registry \"%s\"] (first at %s)",
-		    name, conf_line_ref(p, p->line, p->registry_section_line[j], ref,
-		                        sizeof(ref)));
-	if (c->nregistry >= CONF_MAX_REGISTRIES)
-		return conf_fail(p, p->line,
-		                 "%stoo many registries (at most %d)", p->where,
-		                 CONF_MAX_REGISTRIES);
-	p->rx = c->nregistry;
-	memset(&c->registry[p->rx], 0, sizeof(c->registry[p->rx]));
-	memset(p->registry_line[p->rx], 0, sizeof(p->registry_line[p->rx]));
-	p->registry_section_line[p->rx] = p->line;
-	c->registry[p->rx].name = strdup(name);
-	if (!c->registry[p->rx].name)
-		return ENOMEM;
-	c->nregistry++;
-	p->in = IN_REGISTRY;
-	conf_set_inherited(&c->registry[p->rx], "registry");
-	return set_defaults(&c->registry[p->rx], "registry");
-}
-
-static int start_webhook(struct conf_parser *p, const char *name)
-{
-	char ref[PATH_MAX + 32];
-	struct conf *c = p->c;
-	char name_shown[MAX_SHOWN + 16];
-	int j;
-
-	shown(name, 1, name_shown, sizeof(name_shown));
-	snprintf(p->where, sizeof(p->where), "[webhook \"%s\"]: ", name_shown);
-	if (!*name || strlen(name) > 64 ||
-	    strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-_.") !=
-	        strlen(name))
-		return conf_fail(p, p->line, "%sbad webhook name: expected 1 "
-		                 "to 64 of a-z 0-9 - _ .", p->where);
-	j = conf_webhook_find(c, name);
-	if (j >= 0)
-		return conf_fail(
-		    p, p->line, "duplicate section [webhook \"%s\"] (first at %s)",
-		    name, conf_line_ref(p, p->line, p->webhook_section_line[j],
-		                        ref, sizeof(ref)));
-	if (c->nwebhook >= CONF_MAX_WEBHOOKS)
-		return conf_fail(p, p->line, "%stoo many webhooks (at most %d)",
-		                 p->where, CONF_MAX_WEBHOOKS);
-	p->wx = c->nwebhook;
-	memset(&c->webhook[p->wx], 0, sizeof(c->webhook[p->wx]));
-	memset(p->webhook_line[p->wx], 0, sizeof(p->webhook_line[p->wx]));
-	p->webhook_section_line[p->wx] = p->line;
-	c->webhook[p->wx].name = strdup(name);
-	if (!c->webhook[p->wx].name)
-		return ENOMEM;
-	c->nwebhook++;
-	p->in = IN_WEBHOOK;
-	return set_defaults(&c->webhook[p->wx], "webhook");
-}
-
-/* A [policy "NAME"]: its rules start empty; allow and deny are kept as
- * written (common/pypi/policy.c compiles them). */
-static int start_policy(struct conf_parser *p, const char *name)
-{
-	char ref[PATH_MAX + 32];
-	struct conf *c = p->c;
-	char name_shown[MAX_SHOWN + 16];
-	int j;
-
-	shown(name, 1, name_shown, sizeof(name_shown));
-	snprintf(p->where, sizeof(p->where), "[policy \"%s\"]: ", name_shown);
-	if (!*name || strlen(name) > 64 ||
-	    strspn(name, "abcdefghijklmnopqrstuvwxyz"
-	                 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
-	        strlen(name))
-		return conf_fail(p, p->line,
-		                 "%sbad policy name: 1 to 64 letters, digits, "
-		                 "- _ or .", p->where);
-	j = conf_policy_find(c, name, strlen(name));
-	if (j >= 0)
-		return conf_fail(
-		    p, p->line,
-		    "duplicate section [policy \"%s\"] (first at %s)", name,
-		    conf_line_ref(p, p->line, p->policy_section_line[j], ref,
-		                  sizeof(ref)));
-	if (c->npolicy >= CONF_MAX_POLICIES)
-		return conf_fail(p, p->line, "%stoo many policies (at most %d)",
-		                 p->where, CONF_MAX_POLICIES);
-	p->px = c->npolicy;
-	memset(&c->policy[p->px], 0, sizeof(c->policy[p->px]));
-	memset(p->policy_line[p->px], 0, sizeof(p->policy_line[p->px]));
-	p->policy_section_line[p->px] = p->line;
-	c->policy[p->px].name = strdup(name);
-	if (!c->policy[p->px].name)
-		return ENOMEM;
-	c->npolicy++;
-	p->in = IN_POLICY;
-	return set_defaults(&c->policy[p->px], "policy");
+	*kind_count(c, k) = n + 1;
+	p->in = k;
+	p->at = n;
+	if (k->inherits)
+		conf_set_inherited(kind_at(c, k, n), k->word);
+	return set_defaults(kind_at(c, k, n), k->word);
 }
 
 #define SECTIONS                                                           \
@@ -502,33 +422,19 @@ static int parse_section(struct conf_parser *p, char *s)
 		q = skip_ws(q + 6);
 		if (*q != ']' || !rest_is_comment(q + 1))
 			goto syntax;
-		p->in = IN_LARDER;
+		p->in = &kinds[K_LARDER];
+		p->at = 0;
 		p->where[0] = '\0';
 		return 0;
 	}
-	if (word == 5 && !strncmp(q, "index", 5)) {
-		name = quoted_name(q + 5);
+	for (const struct conf_kind *k = &kinds[K_LARDER + 1];
+	     k < &kinds[K_COUNT]; k++) {
+		if (word != strlen(k->word) || strncmp(q, k->word, word))
+			continue;
+		name = quoted_name(q + word);
 		if (!name)
 			goto syntax;
-		return start_index(p, name);
-	}
-	if (word == 8 && !strncmp(q, "registry", 8)) {
-		name = quoted_name(q + 8);
-		if (!name)
-			goto syntax;
-		return start_registry(p, name);
-	}
-	if (word == 7 && !strncmp(q, "webhook", 7)) {
-		name = quoted_name(q + 7);
-		if (!name)
-			goto syntax;
-		return start_webhook(p, name);
-	}
-	if (word == 6 && !strncmp(q, "policy", 6)) {
-		name = quoted_name(q + 6);
-		if (!name)
-			goto syntax;
-		return start_policy(p, name);
+		return start_section(p, k, name);
 	}
 	if (word && (conf_is_ws(q[word]) || q[word] == ']' || q[word] == '"'))
 		return conf_fail(p, p->line,
@@ -606,18 +512,6 @@ static size_t distance(const char *a, const char *b)
 	return row[lb];
 }
 
-/* The sections, and how a hint names them; [larder] is one, the others
- * are "sections". */
-static const struct {
-	const char *section, *named;
-} sections[] = {
-    {"larder", "[larder]"},
-    {"index", "[index \"NAME\"]"},
-    {"registry", "[registry \"NAME\"]"},
-    {"webhook", "[webhook \"NAME\"]"},
-    {"policy", "[policy \"NAME\"]"},
-};
-
 static int unknown_key(struct conf_parser *p, const char *section,
                        const char *key)
 {
@@ -626,20 +520,11 @@ static int unknown_key(struct conf_parser *p, const char *section,
 	size_t best = 3, n = 0;
 
 	shown(key, 1, key_shown, sizeof(key_shown));
-	if (p->in == IN_LARDER)
+	if (p->in == &kinds[K_LARDER])
 		snprintf(sect, sizeof(sect), "[larder]");
-	else if (p->in == IN_INDEX)
-		snprintf(sect, sizeof(sect), "[index \"%s\"]",
-		         p->c->index[p->ix].name);
-	else if (p->in == IN_WEBHOOK)
-		snprintf(sect, sizeof(sect), "[webhook \"%s\"]",
-		         p->c->webhook[p->wx].name);
-	else if (p->in == IN_POLICY)
-		snprintf(sect, sizeof(sect), "[policy \"%s\"]",
-		         p->c->policy[p->px].name);
 	else
-		snprintf(sect, sizeof(sect), "[registry \"%s\"]",
-		         p->c->registry[p->rx].name);
+		snprintf(sect, sizeof(sect), "[%s \"%s\"]", p->in->word,
+		         *kind_name(p->c, p->in, p->at));
 	for (size_t i = 0; i < CONF_NKEYS; i++) {
 		size_t d = distance(key, conf_keys[i].name);
 
@@ -653,14 +538,14 @@ static int unknown_key(struct conf_parser *p, const char *section,
 	/* a key of the other sections says where it goes instead: "(it
 	 * belongs in [larder] or [registry "NAME"] sections)"; the hint has
 	 * room for both */
-	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
-		if (!strcmp(sections[i].section, section) ||
-		    !conf_find_key(sections[i].section, key))
+	for (size_t i = 0; i < K_COUNT; i++) {
+		if (!strcmp(kinds[i].word, section) ||
+		    !conf_find_key(kinds[i].word, key))
 			continue;
 		n += (size_t)snprintf(hint + n, sizeof(hint) - n, "%s%s",
 		                      n ? " or " : " (it belongs in ",
-		                      sections[i].named);
-		last = sections[i].section;
+		                      kinds[i].named);
+		last = kinds[i].word;
 	}
 	if (n)
 		snprintf(hint + n, sizeof(hint) - n, "%s)",
@@ -699,8 +584,8 @@ int conf_parse_included(struct conf_parser *p, const char *path,
                         const char *text, size_t len)
 {
 	unsigned line = p->line;
-	enum conf_in in = p->in;
-	size_t ix = p->ix, rx = p->rx, wx = p->wx;
+	const struct conf_kind *in = p->in;
+	size_t at = p->at;
 	char where[sizeof(p->where)];
 	int rc;
 
@@ -713,7 +598,7 @@ int conf_parse_included(struct conf_parser *p, const char *path,
 	p->nfiles++;
 	memcpy(where, p->where, sizeof(where));
 	p->line = p->nfiles * CONF_LINE_SPAN;
-	p->in = IN_NONE;
+	p->in = NULL;
 	p->where[0] = '\0';
 	p->depth++;
 	rc = parse_text(p, text, len);
@@ -722,9 +607,7 @@ int conf_parse_included(struct conf_parser *p, const char *path,
 		return rc; /* the message names the included file's line */
 	p->line = line;
 	p->in = in;
-	p->ix = ix;
-	p->rx = rx;
-	p->wx = wx;
+	p->at = at;
 	memcpy(p->where, where, sizeof(where));
 	return 0;
 }
@@ -752,17 +635,13 @@ static int parse_assignment(struct conf_parser *p, char *s)
 	key = trim(s);
 	if (!strcmp(key, "include"))
 		return parse_include(p, eq + 1);
-	if (p->in == IN_NONE)
+	if (!p->in)
 		return conf_fail(
 		    p, p->line,
 		    "\"%s\" is outside any section: expected " SECTIONS
 		    " before it",
 		    line_shown);
-	section = p->in == IN_LARDER    ? "larder"
-	          : p->in == IN_INDEX   ? "index"
-	          : p->in == IN_WEBHOOK ? "webhook"
-	          : p->in == IN_POLICY  ? "policy"
-	                                : "registry";
+	section = p->in->word;
 	k = conf_find_key(section, key);
 	if (!k)
 		return unknown_key(p, section, key);
@@ -770,22 +649,8 @@ static int parse_assignment(struct conf_parser *p, char *s)
 	if (err)
 		return conf_fail(p, p->line, "%s%s: %s", p->where, key, why);
 	shown(value, 1, value_shown, sizeof(value_shown));
-	if (p->in == IN_LARDER) {
-		base = p->c;
-		line = &p->larder_line[k - conf_keys];
-	} else if (p->in == IN_INDEX) {
-		base = &p->c->index[p->ix];
-		line = &p->index_line[p->ix][k - conf_keys];
-	} else if (p->in == IN_WEBHOOK) {
-		base = &p->c->webhook[p->wx];
-		line = &p->webhook_line[p->wx][k - conf_keys];
-	} else if (p->in == IN_POLICY) {
-		base = &p->c->policy[p->px];
-		line = &p->policy_line[p->px][k - conf_keys];
-	} else {
-		base = &p->c->registry[p->rx];
-		line = &p->registry_line[p->rx][k - conf_keys];
-	}
+	base = kind_at(p->c, p->in, p->at);
+	line = &kind_lines(p, p->in, p->at)[k - conf_keys];
 	if (*line)
 		return conf_fail(p, p->line, "%s%s given twice (first at %s)",
 		                 p->where, key,
@@ -864,9 +729,9 @@ static int parse_into(struct conf *c, const char *name, const char *text,
 	p->errlen = errlen;
 	p->include = include;
 	rc = parse_text(p, text, len);
-	if (!rc && p->declared)
+	if (!rc && p->seen & 1u << K_INDEX)
 		rc = conf_check_indexes(p);
-	if (!rc && p->declared_registries)
+	if (!rc && p->seen & 1u << K_REGISTRY)
 		rc = conf_check_registries(p);
 	if (!rc)
 		rc = conf_check_webhooks(p);

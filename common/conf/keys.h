@@ -140,22 +140,19 @@ struct conf_parser {
 	char *err;
 	size_t errlen;
 	unsigned line;
-	enum conf_in { IN_NONE, IN_LARDER, IN_INDEX, IN_REGISTRY, IN_WEBHOOK,
-		       IN_POLICY } in;
-	size_t ix;       /* the current index, IN_INDEX */
-	size_t rx;       /* the current registry, IN_REGISTRY */
-	int declared;    /* an [index] section was seen */
-	int declared_registries; /* a [registry] section was seen */
+	/* the section being read (conf.c's table; NULL outside any) and
+	 * which of its kind it is */
+	const struct conf_kind *in;
+	size_t at;
+	unsigned seen;   /* the kinds of section seen, a bit each */
 	char where[160]; /* "", "[index \"NAME\"]: " or "[registry ...]: " */
 	unsigned larder_line[CONF_NKEYS]; /* where each was set */
 	unsigned index_line[CONF_MAX_INDEXES][CONF_NKEYS];
 	unsigned section_line[CONF_MAX_INDEXES];
 	unsigned registry_line[CONF_MAX_REGISTRIES][CONF_NKEYS];
 	unsigned registry_section_line[CONF_MAX_REGISTRIES];
-	size_t wx;       /* the current webhook, IN_WEBHOOK */
 	unsigned webhook_line[CONF_MAX_WEBHOOKS][CONF_NKEYS];
 	unsigned webhook_section_line[CONF_MAX_WEBHOOKS];
-	size_t px;       /* the current policy, IN_POLICY */
 	unsigned policy_line[CONF_MAX_POLICIES][CONF_NKEYS];
 	unsigned policy_section_line[CONF_MAX_POLICIES];
 	/* include = GLOB: reads and parses the files it names (conf_load's;

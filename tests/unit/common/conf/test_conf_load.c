@@ -121,6 +121,44 @@ T(include_directive)
 	CHECK_INT(system(cmd), 0);
 }
 
+/* An include inside a named section: the keys after it are that section's
+ * again, whatever sections of the same kind the included file opened (a
+ * policy's key once went to the last policy read). */
+T(include_inside_a_named_section)
+{
+	char dir[] = "/tmp/test_conf_inc2.XXXXXX", main_conf[PATH_MAX];
+	char path[PATH_MAX];
+	struct conf c;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(main_conf, sizeof(main_conf), "%s/larder.conf", dir);
+	CHECK_INT(put(dir, "larder.conf",
+	              "[policy \"a\"]\ninclude = more.conf\ndefault = deny\n"
+	              "[index \"w\"]\ntype = cache\ninclude = hooks.conf\n"
+	              "upstream = https://up/w/\n"), 0);
+	CHECK_INT(put(dir, "more.conf", "[policy \"b\"]\ndeny = x\n"), 0);
+	CHECK_INT(put(dir, "hooks.conf", "[index \"v\"]\ntype = hosted\n"),
+	          0);
+	CHECK_INT(conf_load(&c, main_conf, errbuf, sizeof(errbuf)), 0);
+	CHECK_STR(errbuf, "");
+	if (!errbuf[0]) {
+		CHECK_INT(c.npolicy, 2);
+		CHECK_STR(c.policy[0].name, "a");
+		CHECK_INT(c.policy[0].default_deny, 1);
+		CHECK_INT(c.policy[1].default_deny, 0);
+		CHECK_INT(c.nindex, 2);
+		CHECK_STR(c.index[0].name, "w");
+		CHECK_STR(c.index[0].upstream, "https://up/w/");
+		conf_free(&c);
+	}
+	for (const char *f = "larder.conf\0more.conf\0hooks.conf\0"; *f;
+	     f += strlen(f) + 1) {
+		snprintf(path, sizeof(path), "%s/%s", dir, f);
+		unlink(path);
+	}
+	CHECK_INT(rmdir(dir), 0);
+}
+
 T(load_from_env)
 {
 	struct conf c;
@@ -345,6 +383,7 @@ T(sample_config)
 int main(void)
 {
 	RUN(include_directive);
+	RUN(include_inside_a_named_section);
 	RUN(load_from_env);
 	RUN(load_missing_files);
 	RUN(load_default_file);
