@@ -472,3 +472,23 @@ out:
 	free(deny);
 	return err;
 }
+
+int policy_mark_project(struct simple_page *page,
+                        const struct simple_page *held, char **reasons)
+{
+	if (page->is_list || page->nfiles || !held->nfiles || !reasons ||
+	    !reasons[0])
+		return 0;
+	if (!page->versions) {
+		page->versions = calloc(1, sizeof(*page->versions));
+		if (!page->versions)
+			return -ENOMEM;
+		page->nversions = 0;
+	}
+	if (simple_status_set(page, "quarantined", strlen("quarantined"),
+	                      reasons[0], strlen(reasons[0])))
+		return -ENOMEM;
+	if (simple_minor(simple_rendered_version(page)) < 4)
+		snprintf(page->api_version, sizeof(page->api_version), "1.4");
+	return 1;
+}

@@ -135,6 +135,17 @@ int policy_split(const struct policy *pols, size_t n, const char *project,
                  struct simple_page *page, struct simple_page *held,
                  char ***reasons);
 
+/* A project every file of which a policy denied (page, after
+ * policy_split(), lists none; held lists the denied ones, reasons as it
+ * gave them) is marked quarantined the PEP 792 way, with the first
+ * denial as the reason, so that an installer that reads statuses can say
+ * why nothing installs. The page's api-version is raised to 1.4 for it
+ * (with an empty "versions" list where the upstream gave none, as 1.1
+ * wants). A page that still lists a file, or had none denied, is left
+ * as it was. Returns 1 when it marked the page, 0 when not, or -ENOMEM. */
+int policy_mark_project(struct simple_page *page,
+                        const struct simple_page *held, char **reasons);
+
 /* Whether reason (as policy_decide() writes a denial) names a policy of
  * policies (space-separated names, as an index's policies key holds
  * them): a denial recorded when a page was rendered stands only while

@@ -238,6 +238,14 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		log_info("%s: denied %zu of %zu files by policy (%s)", f->url,
 			 denied.nfiles, denied.nfiles + page.nfiles,
 			 ix->policies);
+	/* the row keeps the upstream's own status (a file of a project the
+	 * upstream quarantined is refused as such); the page may say more */
+	quarantine_note(&page, p);
+	if (policy_mark_project(&page, &denied, reasons) < 0) {
+		snprintf(err, errlen, "%s: out of memory", f->url);
+		rc = ENOMEM;
+		goto free_page;
+	}
 	cooldown_of(w->conf, ix, &cd);
 	rc = cooldown_split(&cd, project, &page, now, &held, &mature);
 	if (rc) {
@@ -283,7 +291,6 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 	 * page goes stale then, and refresh() fetches it whole */
 	if (mature >= 0 && mature - now < p->ttl)
 		p->ttl = mature - now > 0 ? (long)(mature - now) : 1;
-	quarantine_note(&page, p);
 	/* a prefetch's page is marked until a client asks for it; any other
 	 * fetch clears the mark (a refresh by a client is no use of it) */
 	p->prefetched_at = pypi_proc()->prefetching ? now : 0;

@@ -136,6 +136,21 @@ def test_project_denied_outright(fe, wheel_dir, new_venv):
     r, names = page(fe, "larder-demo-nometa")
     assert names == [], names
     assert r.header("X-Larder-Held-Back") == "1", r.headers
+    # the page says why, the PEP 792 way: an installer that reads project
+    # statuses (pip 23 does not) can name the policy
+    reason = 'denied by policy "strict": deny = larder-demo-nometa'
+    assert r.json()["meta"]["api-version"] == "1.4", r.json()
+    assert r.json()["project-status"] == {"status": "quarantined",
+                                          "reason": reason}, r.json()
+    h = http("%s/root/pypi/simple/larder-demo-nometa/" % fe.base,
+             headers={"Accept": "text/html"})
+    assert h.status == 200, h
+    assert b'<meta name="pypi:project-status" content="quarantined">' in h.body, h.body
+    assert (b'<meta name="pypi:project-status-reason" content="denied by '
+            b'policy &quot;strict&quot;: deny = larder-demo-nometa">') in h.body, h.body
+    # a project with a file left is not marked
+    r, names = page(fe, "larder-demo-a")
+    assert names and "project-status" not in r.json(), r.json()
     venv = new_venv()
     code, out = stackmod.pip_install(venv, fe.url, ["larder-demo-nometa"])
     assert code != 0, out

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/conf/keys.h"
 #include "common/dist/pep440.h"
 #include "common/pypi/policy.h"
@@ -229,8 +230,44 @@ T(split)
 	CHECK_STR(pg.files[1].filename, "foo-3.0-py3-none-any.whl");
 	CHECK_STR(held.files[1].filename, "foo-1.5-py3-none-any.whl");
 	CHECK_STR(why[0], "denied by policy \"strict\": deny = foo <2");
+	/* some files left: the project is not marked */
+	CHECK_INT(policy_mark_project(&pg, &held, why), 0);
+	CHECK_STR(pg.status, "");
 	policy_reasons_free(why, held.nfiles);
 	simple_page_free(&held);
+	/* every file denied: quarantined (PEP 792), the first rule the
+	 * reason, the page raised to 1.4 with an empty versions list */
+	{
+		struct simple_page all;
+		struct buf js;
+
+		memset(&all, 0, sizeof(all));
+		all.files = calloc(2, sizeof(*all.files));
+		add(&all, "foo-1.0.tar.gz");
+		add(&all, "foo-1.5-py3-none-any.whl");
+		CHECK_INT(policy_split(p, 1, "foo", NULL, 0, &all, &held,
+		                       &why), 0);
+		CHECK_INT(all.nfiles, 0);
+		CHECK_INT(policy_mark_project(&all, &held, why), 1);
+		CHECK_STR(all.status, "quarantined");
+		CHECK_STR(all.status_reason,
+		          "denied by policy \"strict\": deny = foo <2");
+		buf_init(&js, 1 << 16);
+		CHECK_INT(simple_render_json(&all, &js), 0);
+		CHECK_STR(buf_str(&js),
+		          "{\"meta\":{\"api-version\":\"1.4\"},\"name\":\"\","
+		          "\"project-status\":{\"status\":\"quarantined\","
+		          "\"reason\":\"denied by policy \\\"strict\\\": deny = "
+		          "foo <2\"},\"files\":[],\"versions\":[]}");
+		buf_free(&js);
+		/* nothing denied: not marked */
+		policy_reasons_free(why, held.nfiles);
+		simple_page_free(&held);
+		CHECK_INT(policy_split(p, 1, "foo", NULL, 0, &all, &held,
+		                       &why), 0);
+		CHECK_INT(policy_mark_project(&all, &held, why), 0);
+		simple_page_free(&all);
+	}
 	/* nothing denied: held empty */
 	CHECK_INT(policy_split(p, 1, "bar", NULL, 0, &pg, &held, &why), 0);
 	CHECK_INT(held.nfiles, 0);
