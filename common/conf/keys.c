@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/conf/conf.h"
@@ -754,12 +755,18 @@ const char *(*conf_image_rules_check)(const char *rules);
 static const char *check_rules(void *f)
 {
 	const char *rules = *(char **)f;
-	const char *why;
+	static char both[600];
+	const char *why, *img;
 
 	why = conf_policy_rules_check ? conf_policy_rules_check(rules) : NULL;
-	if (why && conf_image_rules_check && !conf_image_rules_check(rules))
+	if (!why || !conf_image_rules_check)
+		return why;
+	img = conf_image_rules_check(rules);
+	if (!img)
 		return NULL;
-	return why;
+	snprintf(both, sizeof(both), "%s (a PyPI rule), or %s (an image rule)",
+	         why, img);
+	return both;
 }
 
 /* Names of [policy] sections: the same words as an index's name's

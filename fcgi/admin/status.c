@@ -170,6 +170,9 @@ void status_metrics(struct worker *w, struct req *r)
 	counter(&b, "policy_refused_total",
 	        "Requests for a file a [policy] denied, refused (403).",
 	        s->counter[STATS_POLICY_REFUSED]);
+	counter(&b, "policy_refused_manifests_total",
+	        "Manifest requests and pushes a registry's [policy] denied, "
+	        "refused (403).", s->counter[STATS_POLICY_MANIFESTS]);
 	if (f->prefetch_unused >= 0) {
 		family(&b, "prefetch_unused_pages", "gauge",
 		       "Prefetched pages no client has asked for in the 10 "
