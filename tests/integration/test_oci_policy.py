@@ -167,6 +167,14 @@ def test_registry_policy(kind, tmp_path):
         assert tags == ["2.0"], (r, tags)
         r, tags = ociup.list_tags("%s/store/app" % host)
         assert tags == ["1.0", "2.0"], (r, tags)
+
+        # counted in /metrics, listed on /+status
+        m = http(fe.base + "/metrics").body.decode()
+        n = [l for l in m.splitlines()
+             if l.startswith("larder_policy_refused_manifests_total ")]
+        assert n and int(float(n[0].split()[1])) >= 8, n
+        s = http(fe.base + "/+status").body.decode()
+        assert "Registry policies" in s and "<td>gate</td><td>images</td>" in s, s
     finally:
         if fe:
             fe.stop()
@@ -203,3 +211,33 @@ def test_config_check_refuses_bad_image_rule(tmp_path):
     p = subprocess.run([stackmod.larder_bin(), "config", "check", "-c", str(conf)],
                        capture_output=True, env=stackmod.clean_env(), timeout=30)
     assert p.returncode == 0, p.stderr.decode()
+
+
+def test_policy_check_command(tmp_path):
+    """`larder policy check REGISTRY IMAGE[:TAG]` says what each rule
+    decides; exit 1 when denied, 0 when allowed, 2 for a bad image."""
+    conf = tmp_path / "larder.conf"
+    conf.write_text("[larder]\ndata_dir = %s\n\n"
+                    "[registry \"hub\"]\nupstream = https://registry.example/\n"
+                    "policies = images\n\n"
+                    "[policy \"images\"]\nallow = team/*\n"
+                    "deny = library/nginx:1.*, */*:latest\n" % (tmp_path / "data"))
+
+    def check(image):
+        p = subprocess.run([stackmod.larder_bin(), "policy", "check", "-c", str(conf),
+                            "hub", image], capture_output=True, env=stackmod.clean_env(),
+                           timeout=30)
+        return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+    rc, out, _ = check("library/nginx:1.25")
+    assert rc == 1, out
+    assert "    allow = team/*: does not match\n" \
+           "    deny = library/nginx:1.*: matches: denies\n" \
+           "    deny = */*:latest: not reached\n" in out, out
+    assert 'denied by policy "images": deny = library/nginx:1.*' in out, out
+    rc, out, _ = check("team/app:latest")
+    assert rc == 0 and 'allowed by policy "images": allow = team/*' in out, out
+    rc, out, _ = check("library/alpine:latest")
+    assert rc == 1 and "deny = */*:latest: matches: denies" in out, out
+    rc, _, err = check("Bad:x")
+    assert rc == 2 and "not an image name" in err, err
