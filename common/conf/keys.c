@@ -4,7 +4,6 @@
 #include "config.h"
 
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "common/conf/conf.h"
@@ -755,7 +754,6 @@ const char *(*conf_image_rules_check)(const char *rules);
 static const char *check_rules(void *f)
 {
 	const char *rules = *(char **)f;
-	static char both[600];
 	const char *why, *img;
 
 	why = conf_policy_rules_check ? conf_policy_rules_check(rules) : NULL;
@@ -764,9 +762,9 @@ static const char *check_rules(void *f)
 	img = conf_image_rules_check(rules);
 	if (!img)
 		return NULL;
-	snprintf(both, sizeof(both), "%s (a PyPI rule), or %s (an image rule)",
-	         why, img);
-	return both;
+	/* neither: the reason of the grammar it looks written for (a '/'
+	 * or a ':' is no project name's) */
+	return strpbrk(rules, "/:") ? img : why;
 }
 
 /* Names of [policy] sections: the same words as an index's name's

@@ -43,7 +43,7 @@ static void pull_manifest(struct worker *w, struct req *r,
 		req_header(r, "X-Accel-Expires", "0");
 	/* ... and by digest for cache_ttl at most, not the year the client
 	 * may keep it: a policy added by a reload denies it that soon */
-	else if (rt->by_digest)
+	else if (rt->by_digest && !r->private_index)
 		req_header(r, "X-Accel-Expires", "%ld", reg->cache_ttl);
 	req_header(r, "Docker-Content-Digest", "sha256:%s", row.sha256);
 	if (send_blob(w, r, row.sha256, &o))

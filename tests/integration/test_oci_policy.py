@@ -11,8 +11,10 @@ rule that does not parse, naming its line."""
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
+import time
 
 import pytest
 
@@ -241,3 +243,44 @@ def test_policy_check_command(tmp_path):
     assert rc == 1 and "deny = */*:latest: matches: denies" in out, out
     rc, _, err = check("Bad:x")
     assert rc == 2 and "not an image name" in err, err
+
+
+def test_nginx_keeps_no_denied_digest(tmp_path):
+    """nginx's page cache keeps a manifest by digest (conf/nginx.conf) for
+    the registry's cache_ttl, not a year: a policy a reload adds denies a
+    digest nginx held within cache_ttl (docs/policy.md, "How soon a
+    change shows")."""
+    why = frontends.missing_reason("nginx") or ociup.missing_reason()
+    if why:
+        pytest.skip(why)
+    workdir = frontends.new_workdir("larder-ocipol-ng-")
+    text = '\n[registry "store"]\ntype = hosted\ncache_ttl = 2\n' + POLICY
+    fe = frontends.make_frontend("nginx", os.path.join(workdir, "fe"), stackmod.free_port(),
+                                 larder_extra=dict(ociup.OCI_LARDER_KEYS),
+                                 larder_extra_text=text)
+    try:
+        fe.start()
+        host = "127.0.0.1:%d" % fe.port
+        b = build_image(str(tmp_path / "b"), [9 * KB], seed="pol-ng", tag="1.0")
+        ociup.push(b.layout, "1.0", "%s/store/app:1.0" % host, creds=token(fe, "store"))
+        dig = [x[3] for x in rows(fe) if x[0] == "store" and x[2] == "1.0"][0]
+        path = "/v2/store/app/manifests/sha256:" + dig
+        assert http(fe.base + path).status == 200
+        again = http(fe.base + path)
+        assert again.status == 200 and again.header("X-Larder-Cache") == "HIT", again.headers
+        with open(fe.larder_conf) as f:
+            conf = f.read()
+        assert 'type = hosted\ncache_ttl = 2\n' in conf
+        with open(fe.larder_conf, "w") as f:
+            f.write(conf.replace('type = hosted\ncache_ttl = 2\n',
+                                 'type = hosted\ncache_ttl = 2\npolicies = images\n'))
+        fe.larder.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 8
+        r = http(fe.base + path)
+        while r.status == 200 and time.monotonic() < deadline:
+            time.sleep(0.25)
+            r = http(fe.base + path)
+        denied(r, "app:1.*")
+    finally:
+        fe.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
