@@ -9,6 +9,7 @@
 #include "common/conf/keys.h"
 #include "common/names.h"
 #include "common/oci/policy.h"
+#include "common/rulelist.h"
 
 static const char form[] = "an image rule is REPO-GLOB or "
                            "REPO-GLOB:TAG-GLOB, like library/nginx:1.*, "
@@ -101,25 +102,28 @@ static const char *parse_rule(const char *text, size_t n, int allow,
 	return NULL;
 }
 
+struct parse_ctx {
+	int allow;
+	struct oci_policy *pol;
+};
+
+static const char *one_rule(const char *rule, size_t n, void *ctx)
+{
+	struct parse_ctx *x = ctx;
+
+	if (x->pol->nrules == OCI_POLICY_MAX_RULES)
+		return "at most 64 rules in a policy";
+	return parse_rule(rule, n, x->allow, &x->pol->rule[x->pol->nrules++]);
+}
+
 const char *oci_policy_parse_rules(const char *rules, int allow,
                                    struct oci_policy *pol)
 {
-	size_t had = pol->nrules, start = 0, n;
-	const char *why = NULL;
+	struct parse_ctx x = {allow, pol};
+	size_t had = pol->nrules;
+	const char *why;
 
-	if (!rules || !*rules)
-		return NULL;
-	n = strlen(rules);
-	for (size_t i = 0; i <= n && !why; i++) {
-		if (i < n && rules[i] != ',')
-			continue;
-		if (pol->nrules == OCI_POLICY_MAX_RULES)
-			why = "at most 64 rules in a policy";
-		else
-			why = parse_rule(rules + start, i - start, allow,
-			                 &pol->rule[pol->nrules++]);
-		start = i + 1;
-	}
+	why = rulelist_each(rules, NULL, one_rule, &x);
 	if (why)
 		pol->nrules = had;
 	return why;

@@ -209,6 +209,26 @@ static int has_license_rule(const struct policy *pols, size_t n)
 	return 0;
 }
 
+
+/* Prints what rule j (allow or deny, as written) did, decided the rule
+ * that decided (-1 the default, -2 deny_vulnerable), done whether one
+ * before it decided. Returns done for the next rule. */
+static int print_rule(int allow, const char *text, int j, int decided,
+                      int done)
+{
+	printf("    %s = %s: %s\n", allow ? "allow" : "deny", text,
+	       done            ? "not reached" :
+	       j == decided    ? (allow ? "matches: allows" : "matches: denies") :
+	                         "does not match");
+	return done || j == decided;
+}
+
+/* Prints what the default did, done whether a rule decided. */
+static void print_default(int default_deny, int done)
+{
+	printf("    default = %s: %s\n", default_deny ? "deny" : "allow",
+	       done ? "not reached" : "decides");
+}
 /* Prints what each rule of each policy says of filename, and the page's
  * decision (denied, as the files row holds it; NULL when none). */
 static void check_file(const char *filename, const char *row, void *ctx)
@@ -239,21 +259,10 @@ static void check_file(const char *filename, const char *row, void *ctx)
 			printf("    deny_vulnerable = yes: %s\n",
 			       done ? v.reason : "no advisory names it");
 		}
-		for (size_t j = 0; j < p->nrules; j++) {
-			const struct policy_rule *r = &p->rule[j];
-
-			printf("    %s = %s: %s\n", r->allow ? "allow" : "deny",
-			       r->text,
-			       done ? "not reached" :
-			       (int)j == v.rule ?
-			               (r->allow ? "matches: allows" :
-			                           "matches: denies") :
-			               "does not match");
-			done |= (int)j == v.rule;
-		}
-		printf("    default = %s: %s\n",
-		       p->default_deny ? "deny" : "allow",
-		       done ? "not reached" : "decides");
+		for (size_t j = 0; j < p->nrules; j++)
+			done = print_rule(p->rule[j].allow, p->rule[j].text,
+			                  (int)j, v.rule, done);
+		print_default(p->default_deny, done);
 		if (deny)
 			printf("    %s\n", v.reason);
 	}
@@ -375,21 +384,10 @@ static int check_image(const struct conf *c, int ri, const char *image)
 		any |= deny;
 		printf("  policy \"%s\": %s\n", p->name,
 		       deny ? "denies" : "allows");
-		for (size_t j = 0; j < p->nrules; j++) {
-			const struct oci_policy_rule *r = &p->rule[j];
-
-			printf("    %s = %s: %s\n", r->allow ? "allow" : "deny",
-			       r->text,
-			       done ? "not reached" :
-			       (int)j == v.rule ?
-			               (r->allow ? "matches: allows" :
-			                           "matches: denies") :
-			               "does not match");
-			done |= (int)j == v.rule;
-		}
-		printf("    default = %s: %s\n",
-		       p->default_deny ? "deny" : "allow",
-		       done ? "not reached" : "decides");
+		for (size_t j = 0; j < p->nrules; j++)
+			done = print_rule(p->rule[j].allow, p->rule[j].text,
+			                  (int)j, v.rule, done);
+		print_default(p->default_deny, done);
 		printf("    %s\n", v.reason);
 	}
 	free(pols);
