@@ -18,12 +18,17 @@ static const struct conf *compiled_for;
 static struct {
 	struct oci_policy *pols;
 	size_t n;
+	int err;        /* they did not compile (ENOMEM): every manifest of
+	                   the registry is refused, none let through */
 } compiled[CONF_MAX_REGISTRIES];
 
-/* The policies of registry ri, compiled on first use. */
-static const struct oci_policy *policies(struct worker *w, int ri, size_t *n)
+/* The policies of registry ri, compiled on first use; *err set when
+ * they did not compile. */
+static const struct oci_policy *policies(struct worker *w, int ri, size_t *n,
+                                         int *err)
 {
 	*n = 0;
+	*err = 0;
 	if (ri < 0 || (size_t)ri >= w->conf->nregistry)
 		return NULL;
 	if (compiled_for != w->conf) {
@@ -31,26 +36,33 @@ static const struct oci_policy *policies(struct worker *w, int ri, size_t *n)
 			free(compiled[i].pols);
 			compiled[i].pols = NULL;
 			compiled[i].n = 0;
+			compiled[i].err = 0;
 		}
-		for (size_t i = 0; i < w->conf->nregistry; i++)
+		for (size_t i = 0; i < w->conf->nregistry; i++) {
 			/* the config check took these rules already */
-			if (oci_policy_of(w->conf, &w->conf->registry[i],
-			                  &compiled[i].pols, &compiled[i].n))
-				log_error(0, "policy", "registry %s: cannot "
-				          "compile its policies",
-				          w->conf->registry[i].name);
+			compiled[i].err = oci_policy_of(w->conf,
+			                                &w->conf->registry[i],
+			                                &compiled[i].pols,
+			                                &compiled[i].n);
+			if (compiled[i].err)
+				log_error(compiled[i].err, "policy",
+				          "registry %s: cannot compile its "
+				          "policies", w->conf->registry[i].name);
+		}
 		compiled_for = w->conf;
 	}
 	*n = compiled[ri].n;
+	*err = compiled[ri].err;
 	return compiled[ri].pols;
 }
 
 int oci_gate_any(struct worker *w, int ri)
 {
 	size_t n;
+	int err;
 
-	policies(w, ri, &n);
-	return n > 0;
+	policies(w, ri, &n, &err);
+	return n > 0 || err;
 }
 
 struct digest_tags {
@@ -93,13 +105,18 @@ int oci_gate_manifest(struct worker *w, struct req *r, int named_ri, int ri,
 {
 	const struct oci_policy *pols;
 	struct oci_policy_verdict v;
-	int at[2] = {named_ri, ri};
+	int at[2] = {named_ri, ri}, err;
 	size_t n;
 
 	for (size_t i = 0; i < 2; i++) {
 		if (i == 1 && ri == named_ri)
 			break;
-		pols = policies(w, at[i], &n);
+		pols = policies(w, at[i], &n, &err);
+		if (err) {
+			oci_fail(r, 500, "UNKNOWN", "the registry's policies "
+			         "did not compile (see the log)");
+			return -1;
+		}
 		if (!n || !denies(w, w->conf->registry[ri].name, pols, n, repo,
 		                  ref, &v))
 			continue;
@@ -115,16 +132,17 @@ void oci_gate_tags(struct worker *w, int named_ri, int ri, const char *repo,
 {
 	const struct oci_policy *a, *b;
 	struct oci_policy_verdict v;
-	size_t na, nb, k = 0;
+	size_t na, nb = 0, k = 0;
+	int ea, eb = 0;
 
-	a = policies(w, named_ri, &na);
-	b = ri == named_ri ? NULL : policies(w, ri, &nb);
-	if (!b)
-		nb = 0;
-	if (!na && !nb)
+	a = policies(w, named_ri, &na, &ea);
+	b = ri == named_ri ? NULL : policies(w, ri, &nb, &eb);
+	if (!na && !nb && !ea && !eb)
 		return;
 	for (size_t i = 0; i < t->n; i++) {
-		if ((na && oci_policy_denies(a, na, repo, t->tag[i], &v)) ||
+		/* policies that did not compile: no tag is listed */
+		if (ea || eb ||
+		    (na && oci_policy_denies(a, na, repo, t->tag[i], &v)) ||
 		    (nb && oci_policy_denies(b, nb, repo, t->tag[i], &v))) {
 			free(t->tag[i]);
 			continue;

@@ -19,7 +19,8 @@ int oci_gate_any(struct worker *w, int ri);
  * ri's policies, and under those of the registry the client named,
  * named_ri (a virtual one; -1 or ri: none more). When one denies it,
  * answers r with 403 DENIED naming the policy and the rule, counts it,
- * and returns -1; else 0. */
+ * and returns -1 (-1 too, with a 500, when the policies did not compile:
+ * nothing is let through unchecked); else 0. */
 int oci_gate_manifest(struct worker *w, struct req *r, int named_ri, int ri,
                       const char *repo, const char *ref);
 
