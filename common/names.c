@@ -91,9 +91,8 @@ int names_is_filename(const char *s)
 	return 1;
 }
 
-/* Whether the glob of gn bytes matches all of name: '*' any run, '?' one
- * byte. Iterative, remembering the last '*'. */
-static int glob_match(const char *g, size_t gn, const char *name)
+/* Iterative, remembering the last '*'. */
+int names_glob_match(const char *g, size_t gn, const char *name)
 {
 	size_t gi = 0, ni = 0, nn = strlen(name);
 	size_t star = (size_t)-1, resume = 0;
@@ -127,7 +126,7 @@ int names_globs_match(const char *globs, const char *name)
 		while (*g == ' ')
 			g++;
 		n = strcspn(g, " ");
-		if (n && glob_match(g, n, name))
+		if (n && names_glob_match(g, n, name))
 			return 1;
 	}
 	return 0;

@@ -28,6 +28,12 @@ int names_is_filename(const char *s);
  * glob is exponential. (Project globs of tokens and protected_names.) */
 int names_globs_match(const char *globs, const char *name);
 
+/* Returns 1 when the glob of gn bytes matches all of name ('*' any run,
+ * '/' too; '?' one byte), else 0. Linear space, at most gn times
+ * strlen(name) steps. (One glob of names_globs_match(); image rules of
+ * common/oci/policy.c.) */
+int names_glob_match(const char *g, size_t gn, const char *name);
+
 /* The longest glob list names_globs_normalize() makes. */
 #define NAMES_MAX_GLOBS 511
 

@@ -27,6 +27,7 @@
 
 #include "common/conf/conf.h"
 #include "common/conf/keys.h"
+#include "common/oci/policy.h"
 #include "common/pypi/policy.h"
 #include "fcgi/cmd/cmd.h"
 #include "fcgi/cmd/hosted_cmd.h"
@@ -340,6 +341,7 @@ int main(int argc, char **argv)
 
 	/* a [policy]'s rules are checked as the config is read */
 	policy_conf_hook();
+	oci_policy_conf_hook();
 	if (argc >= 2 && (strcmp(argv[1], "--version") == 0 ||
 			  strcmp(argv[1], "-V") == 0)) {
 		printf("larder %s\n", PACKAGE_VERSION);

@@ -58,6 +58,8 @@ enum stats_counter {
 	STATS_PREFETCH_USED,    /* prefetched pages a client then asked for */
 	STATS_POLICY_DENIED,    /* files a [policy] left out of a page */
 	STATS_POLICY_REFUSED,   /* requests for such a file, refused (403) */
+	STATS_POLICY_MANIFESTS, /* manifest requests and pushes a registry's
+	                           [policy] refused (403) */
 	STATS_NCOUNTERS
 };
 

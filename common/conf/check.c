@@ -4,6 +4,7 @@
  * what they need and one default at most. */
 #include "config.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -362,6 +363,71 @@ int conf_check_webhooks(struct conf_parser *p)
 	return 0;
 }
 
+/* Checks policy j's rules in the grammar its user needs: image rules for
+ * a registry (and no deny_vulnerable), PyPI rules for an index. Returns
+ * 0, or EINVAL with the message from conf_fail() naming the key's line. */
+static int policy_for(struct conf_parser *p, size_t j, int image,
+                      const char *what, const char *user)
+{
+	const struct conf_policy_def *d = &p->c->policy[j];
+	const char *(*check)(const char *) =
+	    image ? conf_image_rules_check : conf_policy_rules_check;
+	const char *keys[] = {"allow", "deny"};
+	const char *vals[] = {d->allow, d->deny};
+
+	if (image && d->deny_vulnerable == 1) {
+		const struct conf_key *kv =
+		    conf_find_key("policy", "deny_vulnerable");
+
+		return conf_fail(p, p->policy_line[j][kv - conf_keys],
+		                 "[policy \"%s\"]: deny_vulnerable = yes: "
+		                 "PyPI-only (advisories name PyPI versions), and "
+		                 "[%s \"%s\"] names this policy", d->name, what,
+		                 user);
+	}
+	for (size_t i = 0; check && i < 2; i++) {
+		const struct conf_key *kr = conf_find_key("policy", keys[i]);
+		const char *why = vals[i] ? check(vals[i]) : NULL;
+
+		if (why)
+			return conf_fail(p, p->policy_line[j][kr - conf_keys],
+			                 "[policy \"%s\"]: %s = \"%.120s\": %s "
+			                 "([%s \"%s\"] names this policy)",
+			                 d->name, keys[i], vals[i], why, what,
+			                 user);
+	}
+	return 0;
+}
+
+/* The policies registries name: declared, and image rules. */
+static int check_registry_policies(struct conf_parser *p)
+{
+	const struct conf_key *k = conf_find_key("registry", "policies");
+
+	for (size_t i = 0; i < p->c->nregistry; i++) {
+		const char *s = p->c->registry[i].policies;
+		unsigned line = p->registry_line[i][k - conf_keys];
+
+		while (s && *s) {
+			size_t n = strcspn(s, " ");
+			int j = conf_policy_find(p->c, s, n);
+
+			if (j < 0)
+				return conf_fail(p, line ? line :
+				                 p->registry_section_line[i],
+				                 "[registry \"%s\"]: policies: no "
+				                 "[policy \"%.*s\"] in this file",
+				                 p->c->registry[i].name, (int)n, s);
+			if (policy_for(p, (size_t)j, 1, "registry",
+			               p->c->registry[i].name))
+				return EINVAL;
+			s += n;
+			s += *s == ' ';
+		}
+	}
+	return 0;
+}
+
 int conf_check_policies(struct conf_parser *p)
 {
 	const struct conf_key *k = conf_find_key("index", "policies");
@@ -382,16 +448,20 @@ int conf_check_policies(struct conf_parser *p)
 
 		while (s && *s) {
 			size_t n = strcspn(s, " ");
+			int j = conf_policy_find(p->c, s, n);
 
-			if (conf_policy_find(p->c, s, n) < 0)
+			if (j < 0)
 				return conf_fail(p, line ? line :
 				                 p->section_line[i],
 				                 "[index \"%s\"]: policies: no "
 				                 "[policy \"%.*s\"] in this file",
 				                 p->c->index[i].name, (int)n, s);
+			if (policy_for(p, (size_t)j, 0, "index",
+			               p->c->index[i].name))
+				return EINVAL;
 			s += n;
 			s += *s == ' ';
 		}
 	}
-	return 0;
+	return check_registry_policies(p);
 }

@@ -126,6 +126,8 @@ struct conf_registry {
 	char *layers;           /* virtual: registry names, space-separated */
 	size_t layer[CONF_MAX_LAYERS]; /* virtual: resolved positions */
 	size_t nlayers;
+	char *policies;         /* [policy] names, space-separated; "" none
+	                           (common/oci/policy.c) */
 };
 
 /* A receiver of signed events (docs/webhooks.md). */

@@ -448,6 +448,15 @@ const struct conf_key conf_keys[] = {
              "only clients that log in (docker login, podman login, "
              "skopeo --creds) with a token that has the pull action for "
              "it."},
+    {REGISTRY(policies), T_LIST, "", .check = check_policy_names,
+     .help = "The [policy] sections whose image rules decide which "
+             "manifests of this registry are served and pushed, in order: "
+             "a manifest (by tag, or by a digest a denied tag points at) "
+             "one of them denies is refused with a 403 DENIED, and a "
+             "denied tag is left out of tag lists. Their rules must be "
+             "image rules (REPO-GLOB or REPO-GLOB:TAG-GLOB); a virtual "
+             "registry applies its own and then its member's "
+             "(docs/policy.md)."},
     {REGISTRY(upload_ttl), T_SECONDS, "1h", .check = above_zero,
      .help = "How long a hosted registry keeps an unfinished blob upload "
              "after its last request; then the session is forgotten and "
@@ -738,12 +747,24 @@ static const char *check_globs(void *f)
 }
 
 const char *(*conf_policy_rules_check)(const char *rules);
+const char *(*conf_image_rules_check)(const char *rules);
 
+/* Rules either grammar takes; conf_check_policies() says which one each
+ * policy's users need. */
 static const char *check_rules(void *f)
 {
 	const char *rules = *(char **)f;
+	const char *why, *img;
 
-	return conf_policy_rules_check ? conf_policy_rules_check(rules) : NULL;
+	why = conf_policy_rules_check ? conf_policy_rules_check(rules) : NULL;
+	if (!why || !conf_image_rules_check)
+		return why;
+	img = conf_image_rules_check(rules);
+	if (!img)
+		return NULL;
+	/* neither: the reason of the grammar it looks written for (a '/'
+	 * or a ':' is no project name's) */
+	return strpbrk(rules, "/:") ? img : why;
 }
 
 /* Names of [policy] sections: the same words as an index's name's

@@ -66,7 +66,7 @@ struct conf_key {
 /* The bit of an index type in conf_key.types. */
 #define CONF_FOR(t) (1u << (t))
 
-#define CONF_NKEYS 71 /* entries in conf_keys; conf/keys.c checks the count */
+#define CONF_NKEYS 72 /* entries in conf_keys; conf/keys.c checks the count */
 
 /* The one table of keys, in the order of the man page and of conf_dump. */
 extern const struct conf_key conf_keys[CONF_NKEYS];
@@ -113,6 +113,10 @@ const char *conf_bad_index_name(const char *name);
  * (policy_conf_hook(), common/pypi/policy.h): common/conf knows no
  * PEP 440. */
 extern const char *(*conf_policy_rules_check)(const char *rules);
+/* Checks a policy's rules as image rules (common/oci/policy.c sets it):
+ * NULL or what is wrong. A rule is taken as it is read when either
+ * grammar takes it; who names the policy says which must. */
+extern const char *(*conf_image_rules_check)(const char *rules);
 
 /* Returns NULL when name is a good registry name, else what is wrong. */
 const char *conf_bad_registry_name(const char *name);

@@ -12,6 +12,7 @@
 #include "common/dist/pep440.h"
 #include "common/names.h"
 #include "common/pypi/policy.h"
+#include "common/rulelist.h"
 
 static int is_blank(int ch)
 {
@@ -120,34 +121,29 @@ static const char *parse_rule(const char *text, size_t n, int allow,
 	return NULL;
 }
 
+struct parse_ctx {
+	int allow;
+	struct policy *pol;
+};
+
+static const char *one_rule(const char *rule, size_t n, void *ctx)
+{
+	struct parse_ctx *x = ctx;
+
+	if (x->pol->nrules == POLICY_MAX_RULES)
+		return "at most 64 rules in a policy";
+	return parse_rule(rule, n, x->allow, &x->pol->rule[x->pol->nrules++]);
+}
+
 const char *policy_parse_rules(const char *rules, int allow,
                                struct policy *pol)
 {
-	size_t had = pol->nrules, start = 0, i = 0, n;
-	const char *why = NULL;
+	struct parse_ctx x = {allow, pol};
+	size_t had = pol->nrules;
+	const char *why;
 
-	if (!rules)
-		return NULL;
-	n = strlen(rules);
-	for (i = 0; i <= n && !why; i++) {
-		size_t j = i + 1;
-
-		if (i < n && rules[i] != ',')
-			continue;
-		/* a ',' before an operator joins two specifiers */
-		while (i < n && j < n && is_blank(rules[j]))
-			j++;
-		if (i < n && j < n && is_op(rules[j]))
-			continue;
-		if (i == n && start == 0 && !n)
-			break;
-		if (pol->nrules == POLICY_MAX_RULES)
-			why = "at most 64 rules in a policy";
-		else
-			why = parse_rule(rules + start, i - start, allow,
-			                 &pol->rule[pol->nrules++]);
-		start = i + 1;
-	}
+	/* a ',' before an operator joins two specifiers */
+	why = rulelist_each(rules, is_op, one_rule, &x);
 	if (why)
 		pol->nrules = had;
 	return why;

@@ -170,6 +170,9 @@ void status_metrics(struct worker *w, struct req *r)
 	counter(&b, "policy_refused_total",
 	        "Requests for a file a [policy] denied, refused (403).",
 	        s->counter[STATS_POLICY_REFUSED]);
+	counter(&b, "policy_refused_manifests_total",
+	        "Manifest requests and pushes a registry's [policy] denied, "
+	        "refused (403).", s->counter[STATS_POLICY_MANIFESTS]);
 	if (f->prefetch_unused >= 0) {
 		family(&b, "prefetch_unused_pages", "gauge",
 		       "Prefetched pages no client has asked for in the 10 "
@@ -499,6 +502,31 @@ static void denied_row(const char *index, const char *filename,
 }
 
 /* The policies: what they denied (docs/policy.md). */
+/* The registries' policies: which each applies (not those of registries
+ * that take a token to read). */
+static void registry_policies(struct worker *w, struct buf *b)
+{
+	int any = 0;
+
+	for (size_t i = 0; i < w->conf->nregistry; i++) {
+		const struct conf_registry *g = &w->conf->registry[i];
+
+		if (!g->policies || !*g->policies || g->read == CONF_READ_TOKEN)
+			continue;
+		if (!any++)
+			buf_adds(b, "<h2>Registry policies</h2>\n<table>\n"
+			            "<tr><th>registry</th><th>policies</th>"
+			            "</tr>\n");
+		/* both are names the config check took: no markup */
+		buf_addf(b, "<tr><td>%s</td><td>%s</td></tr>\n", g->name,
+		         g->policies);
+	}
+	if (any)
+		buf_adds(b, "</table>\n<p>Manifest requests and pushes they "
+		            "refused: <code>larder_policy_refused_manifests_total"
+		            "</code> in <a href=\"/metrics\">/metrics</a>.</p>\n");
+}
+
 static void policies(struct worker *w, struct buf *b)
 {
 	struct denied_ctx x = {w->conf, b, 0};
@@ -713,6 +741,7 @@ void status_page(struct worker *w, struct req *r)
 	upstreams(w, &b);
 	webhooks(w, &b);
 	policies(w, &b);
+	registry_policies(w, &b);
 	buf_adds(&b, "<h2>Requests</h2>\n");
 	requests_table(&b, s);
 	buf_adds(&b, "<p>The same as <a href=\"metrics\">Prometheus text</a> "

@@ -8,6 +8,8 @@
 
 #include "common/dist/distname.h"
 #include "common/names.h"
+#include "common/oci/policy.h"
+#include "common/oci/ref.h"
 #include "common/pypi/policy.h"
 #include "common/pypi/policy_osv.h"
 #include "fcgi/cmd/cmd.h"
@@ -21,7 +23,8 @@
 static int usage(void)
 {
 	fputs("usage: larder policy import-osv [-c FILE] OSV.json...\n"
-	      "       larder policy check [-c FILE] INDEX PROJECT [VERSION]\n",
+	      "       larder policy check [-c FILE] INDEX PROJECT [VERSION]\n"
+	      "       larder policy check [-c FILE] REGISTRY IMAGE[:TAG]\n",
 	      stderr);
 	return 2;
 }
@@ -206,6 +209,26 @@ static int has_license_rule(const struct policy *pols, size_t n)
 	return 0;
 }
 
+
+/* Prints what rule j (allow or deny, as written) did, decided the rule
+ * that decided (-1 the default, -2 deny_vulnerable), done whether one
+ * before it decided. Returns done for the next rule. */
+static int print_rule(int allow, const char *text, int j, int decided,
+                      int done)
+{
+	printf("    %s = %s: %s\n", allow ? "allow" : "deny", text,
+	       done            ? "not reached" :
+	       j == decided    ? (allow ? "matches: allows" : "matches: denies") :
+	                         "does not match");
+	return done || j == decided;
+}
+
+/* Prints what the default did, done whether a rule decided. */
+static void print_default(int default_deny, int done)
+{
+	printf("    default = %s: %s\n", default_deny ? "deny" : "allow",
+	       done ? "not reached" : "decides");
+}
 /* Prints what each rule of each policy says of filename, and the page's
  * decision (denied, as the files row holds it; NULL when none). */
 static void check_file(const char *filename, const char *row, void *ctx)
@@ -236,21 +259,10 @@ static void check_file(const char *filename, const char *row, void *ctx)
 			printf("    deny_vulnerable = yes: %s\n",
 			       done ? v.reason : "no advisory names it");
 		}
-		for (size_t j = 0; j < p->nrules; j++) {
-			const struct policy_rule *r = &p->rule[j];
-
-			printf("    %s = %s: %s\n", r->allow ? "allow" : "deny",
-			       r->text,
-			       done ? "not reached" :
-			       (int)j == v.rule ?
-			               (r->allow ? "matches: allows" :
-			                           "matches: denies") :
-			               "does not match");
-			done |= (int)j == v.rule;
-		}
-		printf("    default = %s: %s\n",
-		       p->default_deny ? "deny" : "allow",
-		       done ? "not reached" : "decides");
+		for (size_t j = 0; j < p->nrules; j++)
+			done = print_rule(p->rule[j].allow, p->rule[j].text,
+			                  (int)j, v.rule, done);
+		print_default(p->default_deny, done);
 		if (deny)
 			printf("    %s\n", v.reason);
 	}
@@ -326,6 +338,62 @@ static int check(struct worker *w, int idx, const char *project,
 	return ck.denied ? 1 : 0;
 }
 
+/* What the policies of registry ri decide of image (REPO or REPO:TAG;
+ * REPO alone: a manifest by digest no tag names), rule by rule. Returns
+ * the exit status: 0 allowed, 1 denied, 2 a bad image or config. */
+static int check_image(const struct conf *c, int ri, const char *image)
+{
+	const struct conf_registry *reg = &c->registry[ri];
+	char repo[OCI_MAX_NAME + 1], tag[OCI_MAX_TAG + 1] = "";
+	const char *colon = strchr(image, ':');
+	size_t rn = colon ? (size_t)(colon - image) : strlen(image);
+	struct oci_policy *pols = NULL;
+	struct oci_policy_verdict v;
+	size_t npols = 0;
+	int any = 0, rc;
+
+	if (!rn || rn > OCI_MAX_NAME || !oci_name_valid(image, rn) ||
+	    (colon && !oci_tag_valid(colon + 1, strlen(colon + 1)))) {
+		fprintf(stderr, "larder policy check: %s is not an image "
+		        "name (REPO or REPO:TAG, like library/nginx:1.25)\n",
+		        image);
+		return 2;
+	}
+	memcpy(repo, image, rn);
+	repo[rn] = 0;
+	if (colon)
+		snprintf(tag, sizeof(tag), "%s", colon + 1);
+	rc = oci_policy_of(c, reg, &pols, &npols);
+	if (rc) {
+		fprintf(stderr, "larder policy check: %s: its policies do not "
+		        "compile: %s\n", reg->name, strerror(rc));
+		return 2;
+	}
+	if (!npols) {
+		printf("%s applies no policy: every image is allowed\n",
+		       reg->name);
+		return 0;
+	}
+	printf("%s%s%s%s\n", repo, *tag ? ":" : "", tag,
+	       *tag ? "" : " (by digest, no tag of it known)");
+	for (size_t i = 0; i < npols; i++) {
+		const struct oci_policy *p = &pols[i];
+		int deny = oci_policy_decide(p, repo, *tag ? tag : NULL, &v);
+		int done = 0;
+
+		any |= deny;
+		printf("  policy \"%s\": %s\n", p->name,
+		       deny ? "denies" : "allows");
+		for (size_t j = 0; j < p->nrules; j++)
+			done = print_rule(p->rule[j].allow, p->rule[j].text,
+			                  (int)j, v.rule, done);
+		print_default(p->default_deny, done);
+		printf("    %s\n", v.reason);
+	}
+	free(pols);
+	return any;
+}
+
 /* Whether the arguments are a command's; says why not. */
 static int usage_ok(int is_import, int nargs, const char **arg,
                     char *project)
@@ -336,6 +404,9 @@ static int usage_ok(int is_import, int nargs, const char **arg,
 	}
 	if (!is_import &&
 	    names_normalize(arg[1], project, NAMES_MAX_PROJECT + 1)) {
+		*project = 0;
+		if (nargs == 2)
+			return 1; /* an image? once the config says whose */
 		fprintf(stderr, "larder policy check: %s is not a project "
 		        "name\n", arg[1]);
 		return 0;
@@ -349,15 +420,28 @@ static int run(const char *path, int is_import, int nargs, const char **arg,
 {
 	struct worker w;
 	struct conf c;
-	int rc, idx = -1;
+	int rc, idx = -1, ri;
 
 	if (cmd_load(&c, path))
 		return 2;
 	if (!is_import) {
 		idx = conf_index_find(&c, arg[0]);
+		ri = conf_registry_find(&c, arg[0], strlen(arg[0]));
+		if (idx < 0 && ri >= 0 && nargs == 2) {
+			/* the config alone decides: no store opened */
+			rc = check_image(&c, ri, arg[1]);
+			conf_free(&c);
+			return rc;
+		}
+		if (!*project) {
+			fprintf(stderr, "larder policy check: %s is not a "
+			        "project name\n", arg[1]);
+			conf_free(&c);
+			return 2;
+		}
 		if (idx < 0 || c.index[idx].type != CONF_INDEX_CACHE) {
 			fprintf(stderr, "larder policy check: %s is not a cache "
-			        "index (config: %s)\n", arg[0],
+			        "index or a registry (config: %s)\n", arg[0],
 			        c.source ? c.source : "built-in defaults");
 			conf_free(&c);
 			return 2;

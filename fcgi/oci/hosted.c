@@ -12,6 +12,7 @@
 #include "common/json.h"
 #include "common/oci/manifest.h"
 #include "common/oci/tags.h"
+#include "fcgi/oci/gate.h"
 #include "fcgi/oci/hosted.h"
 #include "fcgi/oci/oci.h"
 #include "fcgi/oci/refs.h"
@@ -40,6 +41,10 @@ static void pull_manifest(struct worker *w, struct req *r,
 	 * allows (not a private registry's) */
 	if (r->head)
 		req_header(r, "X-Accel-Expires", "0");
+	/* ... and by digest for cache_ttl at most, not the year the client
+	 * may keep it: a policy added by a reload denies it that soon */
+	else if (rt->by_digest && !r->private_index)
+		req_header(r, "X-Accel-Expires", "%ld", reg->cache_ttl);
 	req_header(r, "Docker-Content-Digest", "sha256:%s", row.sha256);
 	if (send_blob(w, r, row.sha256, &o))
 		oci_fail(r, 500, "UNKNOWN", "the stored manifest is missing");
@@ -68,10 +73,12 @@ static void pull_blob(struct worker *w, struct req *r,
 		oci_fail(r, 500, "UNKNOWN", "cannot read the stored blob");
 }
 
-static void pull_tags(struct worker *w, struct req *r,
-                      const struct conf_registry *reg, const char *repo,
-                      const struct oci_route *rt)
+static void pull_tags(struct worker *w, struct req *r, int named_ri, int ri,
+                      const char *repo, const struct oci_route *rt)
 {
+	const struct conf_registry *reg = &w->conf->registry[ri];
+	/* under a policy the list is read, to leave its denied tags out */
+	int gate = oci_gate_any(w, named_ri) || oci_gate_any(w, ri);
 	char last[OCI_MAX_TAG + 1], err[200], next[OCI_MAX_TAG + 1];
 	struct oci_tags t = {0};
 	struct buf body, out;
@@ -91,8 +98,10 @@ static void pull_tags(struct worker *w, struct req *r,
 		rc = db_oci_tags(w->db, reg->name, repo, &body);
 	if (!rc)
 		rc = buf_adds(&body, "}") ? ENOMEM : 0;
-	if (!rc && (n >= 0 || *last)) {
+	if (!rc && (n >= 0 || *last || gate)) {
 		rc = oci_tags_add(&t, body.data, body.len, err, sizeof(err));
+		if (!rc)
+			oci_gate_tags(w, named_ri, ri, repo, &t);
 		if (!rc)
 			rc = oci_tags_render(&t, last, n, &out, next);
 		oci_tags_free(&t);
@@ -199,8 +208,8 @@ static void pull_referrers(struct worker *w, struct req *r,
 	buf_free(&out);
 }
 
-void oci_hosted_pull(struct worker *w, struct req *r, int ri, const char *repo,
-                     const struct oci_route *rt)
+void oci_hosted_pull(struct worker *w, struct req *r, int named_ri, int ri,
+                     const char *repo, const struct oci_route *rt)
 {
 	const struct conf_registry *reg = &w->conf->registry[ri];
 
@@ -212,7 +221,7 @@ void oci_hosted_pull(struct worker *w, struct req *r, int ri, const char *repo,
 		pull_blob(w, r, reg, repo, rt);
 		break;
 	case OCI_TAGS:
-		pull_tags(w, r, reg, repo, rt);
+		pull_tags(w, r, named_ri, ri, repo, rt);
 		break;
 	case OCI_REFERRERS:
 		pull_referrers(w, r, reg, repo, rt);

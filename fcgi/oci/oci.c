@@ -14,6 +14,7 @@
 #include "common/url.h"
 #include "fcgi/oci/access.h"
 #include "fcgi/oci/bearer.h"
+#include "fcgi/oci/gate.h"
 #include "fcgi/oci/hosted.h"
 #include "fcgi/oci/oci.h"
 #include "fcgi/oci/push.h"
@@ -40,6 +41,8 @@ static const char manifest_accept[] =
 /* One request's registry and repository. */
 struct oci_ctx {
 	const struct conf_registry *reg;
+	int named_ri, ri; /* the registry the client named, and the one
+	                     that serves (a virtual one's layer) */
 	const char *name; /* as the client named it, registry prefix
 	                     included (for Link headers) */
 	struct oci_route rt;
@@ -108,6 +111,7 @@ static int read_blob(struct worker *w, const char *sha, size_t max,
  * other is fresh until its row goes stale, which an nginx in front that
  * keeps these answers (conf/nginx.conf, LARDER_PAGE_CACHE) is told. */
 static void send_row(struct worker *w, struct req *r,
+                     const struct conf_registry *reg,
                      const struct db_oci_ref *row, int by_digest, int digest)
 {
 	const char *cache = req_env(r, "LARDER_PAGE_CACHE");
@@ -115,7 +119,10 @@ static void send_row(struct worker *w, struct req *r,
 	                      .inline_under = SMALL_BODY};
 
 	o.cache_control = by_digest ? SEND_IMMUTABLE : "no-cache";
-	o.expires = by_digest ? (long long)time(NULL) + 31536000 :
+	/* by digest nginx keeps it for the registry's cache_ttl, not the
+	 * year the client may: a policy added by a reload denies it that
+	 * soon (docs/policy.md) */
+	o.expires = by_digest ? (long long)time(NULL) + reg->cache_ttl :
 	                        row->fetched_at + row->ttl;
 	if (o.expires <= time(NULL))
 		o.expires = 1; /* stale: a date in the past */
@@ -187,7 +194,7 @@ static void manifest_for(struct worker *w, struct req *r, struct oci_ctx *x,
 	    (media != OCI_MEDIA_IMAGE_INDEX &&
 	     media != OCI_MEDIA_DOCKER_LIST) ||
 	    oci_media_accepted(client, media)) {
-		send_row(w, r, &row, x->rt.by_digest, 1);
+		send_row(w, r, x->reg, &row, x->rt.by_digest, 1);
 		return;
 	}
 	/* a client that cannot take an index gets linux/amd64 */
@@ -211,7 +218,7 @@ static void manifest_for(struct worker *w, struct req *r, struct oci_ctx *x,
 		return;
 	}
 	if (!get_manifest(w, r, x, child, 1, accept, &row))
-		send_row(w, r, &row, 0, 1);
+		send_row(w, r, x->reg, &row, 0, 1);
 }
 
 static void manifest(struct worker *w, struct req *r, struct oci_ctx *x)
@@ -239,6 +246,8 @@ static void tags_page(struct worker *w, struct req *r, struct oci_ctx *x,
 	rc = read_blob(w, row->sha256, 64 << 20, &body);
 	if (!rc)
 		rc = oci_tags_add(&t, body.data, body.len, err, sizeof(err));
+	if (!rc)
+		oci_gate_tags(w, x->named_ri, x->ri, x->up.name, &t);
 	buf_free(&body);
 	buf_init(&out, 64 << 20);
 	if (!rc)
@@ -288,10 +297,13 @@ static void tags(struct worker *w, struct req *r, struct oci_ctx *x)
 		fail_rc(r, rc, "NAME_UNKNOWN", err);
 		return;
 	}
-	if (n >= 0 || *last)
+	/* under a policy the list is read, to leave its denied tags out
+	 * (and answered no-cache: nginx keeps no copy) */
+	if (n >= 0 || *last || oci_gate_any(w, x->named_ri) ||
+	    oci_gate_any(w, x->ri))
 		tags_page(w, r, x, &row, last, n);
 	else
-		send_row(w, r, &row, 0, 0);
+		send_row(w, r, x->reg, &row, 0, 0);
 }
 
 static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
@@ -336,7 +348,7 @@ static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
 	}
 	if (*type) /* larder applies it, whatever the upstream did */
 		req_header(r, "OCI-Filters-Applied", "artifactType");
-	send_row(w, r, &row, 0, 0);
+	send_row(w, r, x->reg, &row, 0, 0);
 }
 
 /* Asks the upstream (a HEAD) whether the repository holds blob hex, and
@@ -580,14 +592,19 @@ void oci_serve(struct worker *w, struct req *r)
 	if (x.reg->read == CONF_READ_TOKEN)
 		r->private_index = 1; /* no shared cache keeps its answers */
 	/* a virtual registry: the layer that serves this name */
+	x.named_ri = ri;
 	ri = oci_virtual_pick(w, ri, rest, 0);
 	if (ri < 0) {
 		oci_fail(r, 404, "NAME_UNKNOWN", "no layer serves that name");
 		return;
 	}
 	x.reg = &w->conf->registry[ri];
+	x.ri = ri;
 	if (x.reg->type == CONF_REGISTRY_HOSTED) {
-		oci_hosted_pull(w, r, ri, rest, &x.rt);
+		if (x.rt.kind == OCI_MANIFEST &&
+		    oci_gate_manifest(w, r, x.named_ri, ri, rest, x.rt.ref))
+			return;
+		oci_hosted_pull(w, r, x.named_ri, ri, rest, &x.rt);
 		return;
 	}
 	if (oci_up_open(w, ri, rest, &x.up)) {
@@ -598,6 +615,10 @@ void oci_serve(struct worker *w, struct req *r)
 	case OCI_MANIFEST:
 		r->stat_kind = STATS_MANIFEST;
 		count_image(&x, rest);
+		/* a denied one is neither fetched nor stored */
+		if (oci_gate_manifest(w, r, x.named_ri, ri, x.up.name,
+		                      x.rt.ref))
+			break;
 		manifest(w, r, &x);
 		break;
 	case OCI_BLOB:

@@ -18,6 +18,7 @@
 #include "common/json.h"
 #include "common/oci/manifest.h"
 #include "fcgi/oci/access.h"
+#include "fcgi/oci/gate.h"
 #include "fcgi/oci/oci.h"
 #include "fcgi/oci/push.h"
 #include "fcgi/oci/refs.h"
@@ -557,6 +558,11 @@ static void manifest_put(struct push *p)
 	ssize_t n;
 	int rc;
 
+	/* a name or tag a policy denies: refused before its body is read,
+	 * nothing stored */
+	if (oci_gate_manifest(p->w, p->r, p->url_ri, p->ri, p->repo,
+	                      p->rt.ref))
+		return;
 	buf_init(&body, (size_t)max);
 	for (;;) {
 		n = req_read_body(p->r, chunk, sizeof(chunk));

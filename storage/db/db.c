@@ -286,6 +286,11 @@ static const char *const sql[S_COUNT] = {
 	[S_OCI_TAGS] = "SELECT ref FROM oci_refs WHERE registry = ?1"
 		       " AND name = ?2 AND status = 200 AND ref NOT LIKE '%:%'"
 		       " AND ref NOT LIKE '/%' ORDER BY ref",
+	/* the tags of a repository that point at one manifest (a policy's
+	 * word on a manifest by digest) */
+	[S_OCI_TAGS_OF] = "SELECT ref FROM oci_refs WHERE sha256 = ?3"
+			  " AND registry = ?1 AND name = ?2 AND status = 200"
+			  " AND ref NOT LIKE '%:%' AND ref NOT LIKE '/%'",
 	/* a hosted repository's referrers of one subject: the rows
 	 * "/refers/<subject>/<digest>" */
 	[S_OCI_REFERS] = "SELECT sha256, media_type, etag FROM oci_refs"

@@ -357,6 +357,12 @@ int db_oci_upload_expired(struct db *db, long long before,
 int db_oci_tags(struct db *db, const char *registry, const char *name,
                 struct buf *out);
 
+/* Calls fn with each tag of (registry, name) whose row points at the
+ * manifest sha256 (hex), until fn returns non-zero. Returns 0 or EIO. */
+int db_oci_tags_of(struct db *db, const char *registry, const char *name,
+                   const char *sha256,
+                   int (*fn)(const char *tag, void *ctx), void *ctx);
+
 /* Calls fn with the manifest digest (hex), media type and artifact type
  * of every reference row of (registry, name) whose ref starts with
  * prefix, in ref order, after reading them all. Returns 0, ENOMEM, or

@@ -261,6 +261,25 @@ int db_oci_tags(struct db *db, const char *registry, const char *name,
 	return err;
 }
 
+int db_oci_tags_of(struct db *db, const char *registry, const char *name,
+                   const char *sha256,
+                   int (*fn)(const char *tag, void *ctx), void *ctx)
+{
+	sqlite3_stmt *st = db_stmt(db, S_OCI_TAGS_OF);
+	int rc = SQLITE_DONE, err = 0;
+
+	BIND_TEXT(st, 1, registry);
+	BIND_TEXT(st, 2, name);
+	BIND_TEXT(st, 3, sha256);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (fn((const char *)sqlite3_column_text(st, 0), ctx))
+			break;
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		err = db_fail(db, "oci tags of a manifest");
+	sqlite3_reset(st);
+	return err;
+}
+
 int db_oci_refers(struct db *db, const char *registry, const char *name,
                   const char *prefix,
                   void (*fn)(const char *sha256, const char *media_type,
