@@ -5,12 +5,20 @@
 
 #include "common/rulelist.h"
 
-const char *rulelist_each(const char *rules, int (*continues)(int ch),
-                          const char *(*fn)(const char *rule, size_t n,
-                                            void *ctx),
-                          void *ctx)
+/* One rule into the next slot. */
+static const char *one_rule(const struct rulelist_into *into, int allow,
+                            const char *rule, size_t n)
 {
-	size_t start = 0, n;
+	if (*into->n == into->max)
+		return "at most 64 rules in a policy";
+	return into->parse(rule, n, allow,
+	                   (char *)into->rules + (*into->n)++ * into->size);
+}
+
+const char *rulelist_parse(const char *rules, int allow,
+                           const struct rulelist_into *into)
+{
+	size_t start = 0, n, had = *into->n;
 	const char *why = NULL;
 
 	if (!rules || !*rules)
@@ -23,10 +31,13 @@ const char *rulelist_each(const char *rules, int (*continues)(int ch),
 			continue;
 		while (i < n && j < n && (rules[j] == ' ' || rules[j] == '\t'))
 			j++;
-		if (continues && i < n && j < n && continues(rules[j]))
+		if (into->continues && i < n && j < n &&
+		    into->continues(rules[j]))
 			continue;
-		why = fn(rules + start, i - start, ctx);
+		why = one_rule(into, allow, rules + start, i - start);
 		start = i + 1;
 	}
+	if (why)
+		*into->n = had;
 	return why;
 }

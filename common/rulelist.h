@@ -6,14 +6,24 @@
 
 #include <stddef.h>
 
-/* Calls fn(rule, n, ctx) with each rule of rules (n bytes, blanks kept),
- * in order; a ',' whose next byte that is not a blank is one that
- * continues(byte) says 1 of (NULL: none) joins the rules on either side.
- * NULL or "" rules: no call. Returns NULL, or the first non-NULL fn
- * returned (then no further call). */
-const char *rulelist_each(const char *rules, int (*continues)(int ch),
-                          const char *(*fn)(const char *rule, size_t n,
-                                            void *ctx),
-                          void *ctx);
+/* Where a grammar's rules go: an array of max rules of size bytes each,
+ * *n of them used. */
+struct rulelist_into {
+	void *rules;
+	size_t size, max, *n;
+	/* parses rule (n bytes, blanks kept) into slot; NULL or why not */
+	const char *(*parse)(const char *rule, size_t n, int allow,
+	                     void *slot);
+	/* 1 for a byte that, first after a ',' and its blanks, says the
+	 * ',' joins the rules on either side (NULL: none does) */
+	int (*continues)(int ch);
+};
+
+/* Parses each rule of rules (NULL or "": none), in order, into the next
+ * slot of into, as allow (1) or deny (0) rules. Returns NULL, or why the
+ * first that failed did ("at most 64 rules in a policy" when max are
+ * there already), the rules parsed by this call then dropped. */
+const char *rulelist_parse(const char *rules, int allow,
+                           const struct rulelist_into *into);
 
 #endif

@@ -262,6 +262,17 @@ int conf_list_has(const char *list, const char *word);
  * -1. */
 int conf_policy_find(const struct conf *c, const char *name, size_t n);
 
+/* Compiles each [policy] that list (space-separated names, as an index's
+ * or registry's policies key holds them) names, with compile, into a
+ * malloc'd array of elements of size bytes, *out (the caller's to free;
+ * NULL and *n 0 for an empty list). Returns 0, ENOMEM, EINVAL for a name
+ * no section has, or what compile returned (nothing is kept then). */
+int conf_policies_compile(const struct conf *c, const char *list,
+                          size_t size,
+                          int (*compile)(const struct conf_policy_def *d,
+                                         void *out),
+                          void **out, size_t *n);
+
 /* Returns the position of the registry with default = yes, or -1. */
 int conf_registry_default(const struct conf *c);
 

@@ -3,6 +3,8 @@
  * readers use. */
 #include "config.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/conf/conf.h"
@@ -61,4 +63,41 @@ int conf_registry_default(const struct conf *c)
 		if (c->registry[i].is_default)
 			return (int)i;
 	return -1;
+}
+
+int conf_policies_compile(const struct conf *c, const char *list,
+                          size_t size,
+                          int (*compile)(const struct conf_policy_def *d,
+                                         void *out),
+                          void **out, size_t *n)
+{
+	const char *s = list;
+	size_t k = 0, want = 1;
+	char *all;
+	int err = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!s || !*s)
+		return 0;
+	for (const char *p = s; *p; p++)
+		want += *p == ' ';
+	all = calloc(want, size);
+	if (!all)
+		return ENOMEM;
+	while (*s && !err) {
+		size_t len = strcspn(s, " ");
+		int j = conf_policy_find(c, s, len);
+
+		err = j < 0 ? EINVAL : compile(&c->policy[j], all + k++ * size);
+		s += len;
+		s += *s == ' ';
+	}
+	if (err) {
+		free(all);
+		return err;
+	}
+	*out = all;
+	*n = k;
+	return 0;
 }

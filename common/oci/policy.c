@@ -47,8 +47,9 @@ static int pypi_part(const char *w)
 /* Reads one rule, text (n bytes), into r. Returns NULL or what is
  * wrong. */
 static const char *parse_rule(const char *text, size_t n, int allow,
-                              struct oci_policy_rule *r)
+                              void *slot)
 {
+	struct oci_policy_rule *r = slot;
 	const char *colon;
 	size_t rn, tn;
 
@@ -102,31 +103,14 @@ static const char *parse_rule(const char *text, size_t n, int allow,
 	return NULL;
 }
 
-struct parse_ctx {
-	int allow;
-	struct oci_policy *pol;
-};
-
-static const char *one_rule(const char *rule, size_t n, void *ctx)
-{
-	struct parse_ctx *x = ctx;
-
-	if (x->pol->nrules == OCI_POLICY_MAX_RULES)
-		return "at most 64 rules in a policy";
-	return parse_rule(rule, n, x->allow, &x->pol->rule[x->pol->nrules++]);
-}
-
 const char *oci_policy_parse_rules(const char *rules, int allow,
                                    struct oci_policy *pol)
 {
-	struct parse_ctx x = {allow, pol};
-	size_t had = pol->nrules;
-	const char *why;
+	struct rulelist_into into = {pol->rule, sizeof(pol->rule[0]),
+	                             OCI_POLICY_MAX_RULES, &pol->nrules,
+	                             parse_rule, NULL};
 
-	why = rulelist_each(rules, NULL, one_rule, &x);
-	if (why)
-		pol->nrules = had;
-	return why;
+	return rulelist_parse(rules, allow, &into);
 }
 
 const char *oci_policy_check_rules(const char *rules)
@@ -179,41 +163,20 @@ int oci_policy_compile(const struct conf_policy_def *d,
 	return 0;
 }
 
+static int compile_one(const struct conf_policy_def *d, void *out)
+{
+	return oci_policy_compile(d, out);
+}
+
 int oci_policy_of(const struct conf *c, const struct conf_registry *reg,
                   struct oci_policy **out, size_t *n)
 {
-	const char *s = reg->policies;
-	struct oci_policy *pols;
-	size_t k = 0, want = 1;
-	int err = 0;
+	void *pols;
+	int err = conf_policies_compile(c, reg->policies, sizeof(**out),
+	                                compile_one, &pols, n);
 
-	*out = NULL;
-	*n = 0;
-	if (!s || !*s)
-		return 0;
-	for (const char *p = s; *p; p++)
-		want += *p == ' ';
-	pols = calloc(want, sizeof(*pols));
-	if (!pols)
-		return ENOMEM;
-	while (*s && !err) {
-		size_t len = strcspn(s, " ");
-		int j = conf_policy_find(c, s, len);
-
-		if (j < 0)
-			err = EINVAL;
-		else
-			err = oci_policy_compile(&c->policy[j], &pols[k++]);
-		s += len;
-		s += *s == ' ';
-	}
-	if (err) {
-		free(pols);
-		return err;
-	}
 	*out = pols;
-	*n = k;
-	return 0;
+	return err;
 }
 
 int oci_policy_rule_matches(const struct oci_policy_rule *r,

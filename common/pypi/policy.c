@@ -42,8 +42,9 @@ static int append(char *out, size_t len, const char *word, size_t n)
 /* Reads one rule, text (n bytes), into r. Returns NULL or what is
  * wrong. */
 static const char *parse_rule(const char *text, size_t n, int allow,
-                              struct policy_rule *r)
+                              void *slot)
 {
+	struct policy_rule *r = slot;
 	char word[200], err[160];
 	size_t i = 0, first = 1;
 
@@ -121,32 +122,15 @@ static const char *parse_rule(const char *text, size_t n, int allow,
 	return NULL;
 }
 
-struct parse_ctx {
-	int allow;
-	struct policy *pol;
-};
-
-static const char *one_rule(const char *rule, size_t n, void *ctx)
-{
-	struct parse_ctx *x = ctx;
-
-	if (x->pol->nrules == POLICY_MAX_RULES)
-		return "at most 64 rules in a policy";
-	return parse_rule(rule, n, x->allow, &x->pol->rule[x->pol->nrules++]);
-}
-
 const char *policy_parse_rules(const char *rules, int allow,
                                struct policy *pol)
 {
-	struct parse_ctx x = {allow, pol};
-	size_t had = pol->nrules;
-	const char *why;
-
 	/* a ',' before an operator joins two specifiers */
-	why = rulelist_each(rules, is_op, one_rule, &x);
-	if (why)
-		pol->nrules = had;
-	return why;
+	struct rulelist_into into = {pol->rule, sizeof(pol->rule[0]),
+	                             POLICY_MAX_RULES, &pol->nrules,
+	                             parse_rule, is_op};
+
+	return rulelist_parse(rules, allow, &into);
 }
 
 const char *policy_check_rules(const char *rules)
@@ -181,41 +165,25 @@ int policy_compile(const struct conf_policy_def *d, struct policy *pol)
 	return 0;
 }
 
+static int compile_one(const struct conf_policy_def *d, void *out)
+{
+	return policy_compile(d, out);
+}
+
 int policy_of(const struct conf *c, const struct conf_index *ix,
               struct policy **out, size_t *n)
 {
-	const char *s = ix->policies;
-	struct policy *pols;
-	size_t k = 0, want = 0;
-	int err = 0;
+	void *pols;
+	int err;
 
 	*out = NULL;
 	*n = 0;
-	if (!s || !*s || ix->type != CONF_INDEX_CACHE)
+	if (ix->type != CONF_INDEX_CACHE)
 		return 0;
-	for (const char *p = s; *p; p++)
-		want += *p == ' ';
-	pols = calloc(want + 1, sizeof(*pols));
-	if (!pols)
-		return ENOMEM;
-	while (*s && !err) {
-		size_t len = strcspn(s, " ");
-		int j = conf_policy_find(c, s, len);
-
-		if (j < 0)
-			err = EINVAL;
-		else
-			err = policy_compile(&c->policy[j], &pols[k++]);
-		s += len;
-		s += *s == ' ';
-	}
-	if (err) {
-		free(pols);
-		return err;
-	}
+	err = conf_policies_compile(c, ix->policies, sizeof(**out),
+	                            compile_one, &pols, n);
 	*out = pols;
-	*n = k;
-	return 0;
+	return err;
 }
 
 int policy_wants_vulns(const struct policy *pols, size_t n)
