@@ -3,12 +3,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -318,17 +320,58 @@ int flight_sweep_due(struct db *db, const char *data_dir, long interval)
 	return n;
 }
 
+/* The longest flight_wait() sleeps between two looks when it watches
+ * the owner's file (a wake-up it could miss: the file was gone before the
+ * watch), and the longest step of the polling it does without a watch. */
+#define WAIT_LOOK_MS 50
+
+static long long wait_now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The owner lets go of its claim by closing its temp file (after renaming
+ * or unlinking it; a dead owner's close is the kernel's): an inotify watch
+ * on the file wakes the waiter then. Polling with growing steps (2, 4, 8,
+ * ... 50 ms) woke it up to twice as late as the owner finished: a page or
+ * a manifest that took 35 ms came to its waiters at 62 ms. */
 int flight_wait(struct db *db, struct flight *f, long max_ms)
 {
-	long waited = 0, step = 2;
+	long long start = wait_now_ms(), left;
+	long step = 2;
+	char ev[4096];
+	int in, rc = 1;
 
+	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (in >= 0 &&
+	    inotify_add_watch(in, f->tmp, IN_CLOSE_WRITE | IN_ATTRIB |
+					      IN_MOVE_SELF | IN_DELETE_SELF) < 0) {
+		close(in);
+		in = -1;
+	}
 	while (flight_pending(db, f) && flight_locked(f->tmp) != FLIGHT_FREE) {
-		if (waited >= max_ms)
-			return 0;
-		usleep((useconds_t)step * 1000);
-		waited += step;
-		if (step < 50)
+		left = max_ms - (wait_now_ms() - start);
+		if (left <= 0) {
+			rc = 0;
+			break;
+		}
+		if (in >= 0) {
+			struct pollfd p = {.fd = in, .events = POLLIN};
+
+			if (poll(&p, 1, left < WAIT_LOOK_MS ? (int)left :
+					WAIT_LOOK_MS) > 0)
+				while (read(in, ev, sizeof(ev)) > 0) {
+				}
+			continue;
+		}
+		usleep((useconds_t)(step < left ? step : left) * 1000);
+		if (step < WAIT_LOOK_MS)
 			step *= 2;
 	}
-	return 1;
+	if (in >= 0)
+		close(in);
+	return rc;
 }

@@ -70,7 +70,9 @@ int flight_pending(struct db *db, struct flight *f);
 
 /* Waits while another process owns f (a claim that is no download: a
  * page, a manifest, a token), until its row goes, its lock is let go, or
- * max_ms pass. Returns 1 when that claim is over, 0 when time ran out. */
+ * max_ms pass; woken by inotify when the owner closes, renames or unlinks
+ * its temp file (polled every 50 ms when the file cannot be watched).
+ * Returns 1 when that claim is over, 0 when time ran out. */
 int flight_wait(struct db *db, struct flight *f, long max_ms);
 
 /* Owner: deletes the row (the caller then unlinks the temp file, or has
