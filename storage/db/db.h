@@ -1,6 +1,7 @@
 /* db: the one SQLite database in the data directory (DATA/larder.db).
  *
- * Opened after fork, one connection per process, WAL, a busy timeout, short
+ * Opened after fork, one connection per process, WAL, a busy handler that
+ * retries a taken lock every 200 us to 2 ms for up to 30 s, short
  * transactions, statements prepared once for the life of the process.
  * Tables:
  *   pages    freshness and the transformed renderings of each cached page
@@ -28,6 +29,12 @@
 
 #include "common/buf.h"
 #include "common/pypi/policy.h"
+
+/* How long a statement waits for another connection's write lock before
+ * it fails with SQLITE_BUSY (ms), and the longest sleep between two tries
+ * (us): a waiter learns the lock is free at most that long after it is. */
+#define DB_BUSY_MS 30000
+#define DB_BUSY_STEP_US 2000
 
 struct db;
 

@@ -9,6 +9,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <time.h>
 
 #include <sqlite3.h>
 
@@ -116,6 +117,7 @@ struct db {
 	sqlite3 *conn;
 	sqlite3_stmt *st[S_COUNT];
 	char path[PATH_MAX];
+	struct timespec busy_since; /* when the current wait for a lock began */
 };
 
 /* Logs what failed with SQLite's message; returns EIO. */
