@@ -1379,7 +1379,9 @@ class Bench:
                    "(%s) and a small wheel (%s), both warm. The reference is nginx sending "
                    "the same bytes as a static file. Through nginx, larder sends a file "
                    "under 24 KiB itself rather than by X-Accel-Redirect, after which nginx "
-                   "would close its FastCGI connection." % (d, "%META%", "%FILE%"))
+                   "would close its FastCGI connection, and nginx keeps it in its page "
+                   "cache while the page that listed it is fresh (conf/nginx.conf)."
+                   % (d, "%META%", "%FILE%"))
         names = self.present(["nginx-static"]) + [n for n in self.caches() if n != "direct"]
         running, urls, data = {}, {}, {}
         try:

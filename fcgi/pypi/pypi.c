@@ -12,6 +12,7 @@
 #include "common/pypi/policy.h"
 #include "fcgi/access/auth.h"
 #include "fcgi/pypi/copies.h"
+#include "fcgi/pypi/hosted.h"
 #include "fcgi/pypi/listing.h"
 #include "fcgi/pypi/metadata.h"
 #include "fcgi/pypi/pages.h"
@@ -291,6 +292,51 @@ static void prefetch(struct worker *w)
 		log_warn(rc, h->filename, "prefetch: %s", err);
 }
 
+/* Whether index idx is hosted or a virtual index with a hosted index
+ * among its layers (depth: how many more virtual levels to look into). */
+static int with_hosted(const struct conf *c, size_t idx, int depth)
+{
+	const struct conf_index *ix = &c->index[idx];
+
+	if (ix->type == CONF_INDEX_HOSTED)
+		return 1;
+	if (ix->type != CONF_INDEX_VIRTUAL || depth <= 0)
+		return ix->type == CONF_INDEX_VIRTUAL; /* (too deep: yes) */
+	for (size_t i = 0; i < ix->nlayers; i++)
+		if (with_hosted(c, ix->layer[i], depth - 1))
+			return 1;
+	return 0;
+}
+
+/* The last unix second nginx's page cache may keep a small file of index
+ * idx that cache leaf from lists (f), or 0: not at all. While the page
+ * that listed it is fresh, as nginx keeps that page: what is decided when
+ * a page is rendered again (a policy, a quarantine, a cooldown shortening
+ * the page's ttl) shows for the file then too. A file of, or under, a
+ * hosted index for the second it is sent in, as its pages: a removal, or
+ * an upload that shadows it (private-first), shows at once, and a burst
+ * still costs larder one answer a second. */
+static long long front_until(struct worker *w, int idx, int from,
+			     const struct db_file *f)
+{
+	const struct conf *c = w->conf;
+	long long now = (long long)time(NULL), until;
+	struct db_page p;
+	long ttl;
+
+	if (with_hosted(c, (size_t)idx, 8) ||
+	    c->index[from].type != CONF_INDEX_CACHE)
+		return now + HOSTED_FRESH - 1;
+	if (!*f->project ||
+	    db_page_get(w->db, c->index[from].name, f->project, &p) ||
+	    p.status != 200)
+		return 0;
+	/* (a reload that lowers cache_ttl shortens a stored ttl: pages.c) */
+	ttl = p.ttl > c->cache_ttl ? c->cache_ttl : p.ttl;
+	until = p.fetched_at + ttl - 1;
+	return until >= now ? until : 0;
+}
+
 /* Answers r, the request for a file (or its .metadata or provenance). */
 static void file_answer(struct worker *w, struct req *r,
 			const struct route *rt)
@@ -301,6 +347,7 @@ static void file_answer(struct worker *w, struct req *r,
 	struct fetch_opts fo;
 	struct db_file f;
 	char key[FLIGHT_KEY_MAX + 1], url[2100], sha[65], err[1024] = "";
+	const char *cache;
 	struct prov_ctx pc;
 	size_t mark;
 	int rc, from, stored, kind;
@@ -378,6 +425,14 @@ static void file_answer(struct worker *w, struct req *r,
 		o.cache_control = NULL;
 	}
 	o.content_type = want.content_type;
+	/* behind nginx's page cache (conf/nginx.conf), a small file or
+	 * .metadata is kept there as pages are: content-addressed, its
+	 * bytes never change. Not a provenance, which may. */
+	cache = req_env(r, "LARDER_PAGE_CACHE");
+	if (cache && strcmp(cache, "1") == 0 && kind != PYPI_PROVENANCE) {
+		o.front_small = 1;
+		o.front_until = front_until(w, rt->index, from, &f);
+	}
 	/* a file's size as its page said, unless the page said none */
 	o.have_size = kind == 0 && f.size > 0;
 	o.size = f.size;

@@ -332,6 +332,23 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 		}
 		return 0;
 	}
+	/* a small file's bytes sent from here: nginx's page cache may keep
+	 * them as it keeps pages, for as long as the caller says (the bytes
+	 * never change; whether they are still to be served does); never a
+	 * HEAD's (no body: unless the caller's web server keys HEADs apart),
+	 * a range, a token's answer, nor a file too big to have come this
+	 * way */
+	if (o->front_small) {
+		if (inl && !r->private_index && !gz &&
+		    (r->head ? o->front_head :
+			       st.st_size < ACCEL_INLINE_UNDER) &&
+		    !req_env(r, "HTTP_RANGE") &&
+		    o->front_until >= (long long)time(NULL))
+			req_header(r, "X-Accel-Expires", "@%lld",
+				   o->front_until);
+		else
+			req_header(r, "X-Accel-Expires", "0");
+	}
 	rep = req_header_mark(r);
 	rc = send_one(w, r, sha256, gz, inl, o);
 	if (rc == ENOENT && gz) {

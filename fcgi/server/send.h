@@ -45,6 +45,22 @@ struct send_opts {
 	                               it (have_size), for the log and the
 	                               metrics of a blob the web server sends */
 	int have_size;
+	int front_small;            /* a small immutable file (fcgi/pypi's
+	                               files behind conf/nginx.conf's page
+	                               cache): when larder sends its bytes
+	                               itself (under 24 KiB with
+	                               x-accel-redirect), a GET's whole answer
+	                               says X-Accel-Expires front_until, so
+	                               nginx keeps it; every other answer
+	                               (a HEAD, a range, one that needed a
+	                               token, a bigger file, front_until past)
+	                               says X-Accel-Expires 0 */
+	long long front_until;      /* the last unix second nginx may keep it
+	                               (0: not at all) */
+	int front_head;             /* with front_small, a HEAD's answer is
+	                               kept too (a registry's blob: nginx
+	                               keys a HEAD apart from a GET there,
+	                               conf/nginx.conf) */
 	long long inline_under;     /* a HEAD, or a body of fewer bytes than
 	                               this, is sent by larder itself: nginx
 	                               closes its FastCGI connection after

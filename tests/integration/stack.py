@@ -680,6 +680,40 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
             add_header X-Larder-Cache $larder_page_cache;
         }}
 
+        # conf/nginx.conf's registry blobs: a HEAD kept apart from a GET
+        location ~ "^/v2/.+/blobs/sha256:[0-9a-f]{{64}}$" {{
+            include /etc/nginx/fastcgi_params;
+            fastcgi_param SCRIPT_NAME "";
+            fastcgi_param PATH_INFO "";
+            fastcgi_param LARDER_PAGE_CACHE 1;
+            fastcgi_keep_conn {keep};
+            fastcgi_pass larder;
+            fastcgi_cache larder_pages;
+            fastcgi_cache_key "$request_method|$request_uri";
+            fastcgi_ignore_headers Cache-Control Expires;
+            fastcgi_cache_bypass $http_range$http_if_range$http_if_none_match;
+            fastcgi_no_cache $http_range$http_if_range$http_if_none_match;
+            fastcgi_hide_header X-Larder-Cache;
+            add_header X-Larder-Cache $larder_page_cache;
+        }}
+
+        # conf/nginx.conf's small files, kept like pages
+        location ~ "/files/[0-9a-f]{{64}}/[^/]+$" {{
+            include /etc/nginx/fastcgi_params;
+            fastcgi_param SCRIPT_NAME "";
+            fastcgi_param PATH_INFO "";
+            fastcgi_param LARDER_PAGE_CACHE 1;
+            fastcgi_keep_conn {keep};
+            fastcgi_pass larder;
+            fastcgi_cache larder_pages;
+            fastcgi_cache_key "$request_uri";
+            fastcgi_ignore_headers Cache-Control Expires;
+            fastcgi_cache_bypass $http_range$http_if_range$http_if_none_match;
+            fastcgi_no_cache $http_range$http_if_range$http_if_none_match;
+            fastcgi_hide_header X-Larder-Cache;
+            add_header X-Larder-Cache $larder_page_cache;
+        }}
+
         # uploads: up to a hosted index's max_upload_size, streamed to
         # larder as they arrive instead of spooled to a file first
         location / {{
@@ -694,6 +728,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
     }}""".format(port=port, server=server, keep="on" if keep_conn else "off",
                  prefix=prefix, data_dir=data_dir.rstrip("/")), workers)
     if not page_cache:
+        # (the files' location, after the pages', loses its cache too)
         head, sep, pages = text.partition("location ~ /simple/")
         pages = "\n".join(line for line in pages.split("\n")
                           if "LARDER_PAGE_CACHE" not in line

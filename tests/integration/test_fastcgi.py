@@ -10,6 +10,7 @@ all (a silent connection).
 
 import concurrent.futures
 import os
+import re
 import shutil
 import signal
 import socket
@@ -622,5 +623,91 @@ def test_small_warm_files_keep_the_fastcgi_connection(tmp_path, wheel_dir):
         new = _peer_ports(st.larder.port) - before
         assert len(new) <= 3, sorted(new)
         assert "[error]" not in st.nginx.error_text(), st.nginx.error_text()[-2000:]
+    finally:
+        st.stop()
+
+
+# ------------------------------ small files kept by nginx's page cache (issue 24)
+
+def _project(d):
+    """The normalised project name of dist d."""
+    return re.sub(r"[-_.]+", "-", d.filename.split("-")[0]).lower()
+
+def test_nginx_keeps_small_warm_files(tmp_path, wheel_dir):
+    """A small file and its .metadata are content-addressed: behind
+    conf/nginx.conf, nginx keeps them as it keeps pages, so a warm one is
+    answered by nginx alone (here: with larder stopped) while the page
+    that listed it is fresh. A HEAD first never fills the GET's entry
+    with an empty body; a range and an If-None-Match still reach larder
+    (206, 416, 304)."""
+    reason = stackmod.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    import wheels
+    dists = [d for d in wheels.load_dists(wheel_dir).values() if d.metadata]
+    assert dists and all(d.size < 8192 for d in dists), [d.size for d in dists]
+    st = stackmod.Stack(str(tmp_path / "stack"), wheel_dir, workers=2)
+    st.start()
+    try:
+        d = dists[0]
+        base = "/root/pypi/files/%s/%s" % (d.sha256, d.filename)
+        meta = base + ".metadata"
+        r = st.get("/root/pypi/simple/%s/" % _project(d))
+        assert r.status == 200, r
+        # a HEAD first: answered, kept by nobody
+        r = st.get(base, method="HEAD")
+        assert r.status == 200 and r.body == b"", r
+        for u, body in ((base, d.data), (meta, d.metadata)):
+            for _ in range(2):  # a miss (or the HEAD's), then a warm GET
+                r = st.get(u)
+                assert r.status == 200 and r.body == body, (u, r)
+        # larder still answers what nginx's cache would not
+        r = st.get(base, headers={"Range": "bytes=0-9"})
+        assert r.status == 206 and r.body == d.data[:10], r
+        r = st.get(base, headers={"Range": "bytes=9-0"})
+        assert r.status == 416, r
+        r = st.get(base, headers={"If-None-Match": '"%s"' % d.sha256})
+        assert r.status == 304, r
+        st.larder.stop()
+        for u, body in ((base, d.data), (meta, d.metadata)):
+            r = st.get(u)
+            assert r.status == 200 and r.body == body, (u, r, st.larder.log_text()[-3000:])
+            assert r.header("X-Larder-Cache") == "HIT", r.headers
+            r = st.get(u, method="HEAD")
+            assert r.status == 200 and r.body == b"", r
+            assert r.header("Content-Length") == str(len(body)), r.headers
+        # a range is never answered from the kept copy
+        r = st.get(base, headers={"Range": "bytes=0-9"})
+        assert r.status == 502, r
+    finally:
+        st.stop()
+
+
+def test_nginx_keeps_a_file_no_longer_than_its_page(tmp_path, wheel_dir):
+    """nginx keeps a small file only while the page that listed it is
+    fresh in larder (cache_ttl here): what a policy, a quarantine or a
+    cooldown decides when the page is rendered again shows for the file
+    then too. Past it, the file comes from larder again."""
+    reason = stackmod.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    import wheels
+    dists = [d for d in wheels.load_dists(wheel_dir).values() if d.metadata]
+    st = stackmod.Stack(str(tmp_path / "stack"), wheel_dir, workers=2, cache_ttl=3)
+    st.start()
+    try:
+        d = dists[0]
+        u = "/root/pypi/files/%s/%s.metadata" % (d.sha256, d.filename)
+        r = st.get("/root/pypi/simple/%s/" % _project(d))
+        assert r.status == 200, r
+        for _ in range(2):  # a miss, then a warm GET nginx keeps
+            r = st.get(u)
+            assert r.status == 200 and r.body == d.metadata, r
+        st.larder.stop()
+        r = st.get(u)
+        assert r.status == 200 and r.body == d.metadata, r
+        time.sleep(4.5)
+        r = st.get(u)
+        assert r.status == 502, r
     finally:
         st.stop()

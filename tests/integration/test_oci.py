@@ -462,6 +462,30 @@ def test_manifest_answers(oci, upstream):
     assert h.status == 200 and int(h.header("Content-Length")) == len(p.image.config), h
 
 
+def test_blob_head_kept_by_nginx(oci, upstream):
+    """A warm blob's HEAD is the same for every client allowed to read it:
+    nginx keeps it (conf/nginx.conf), so the HEADs after the first cost
+    larder nothing (nginx would otherwise close the FastCGI connection
+    after each), and under a key of its own: a GET after it still has
+    the body."""
+    p = upstream.pushed["small"]
+    cfg = p.image.config_digest
+    path = oci.path("small", "blobs", cfg)
+    r = oci.get(path)  # the miss: fetched and stored
+    assert r.status == 200 and r.body == p.image.config, r
+    for _ in range(3):
+        h = oci.get(path, method="HEAD")
+        assert h.status == 200 and h.body == b"", h
+        assert int(h.header("Content-Length")) == len(p.image.config), h.headers
+        assert h.header("Docker-Content-Digest") == cfg, h.headers
+    for _ in range(2):
+        r = oci.get(path)
+        assert r.status == 200 and r.body == p.image.config, r
+    time.sleep(0.3)  # (each log line is written after its answer)
+    heads = [l for l in oci.larder.log_lines() if " HEAD " + path + " " in l]
+    assert len(heads) == 1, heads
+
+
 def test_index_for_old_clients(oci, upstream):
     """A client that does not accept an index, asking a tag that is one,
     gets the linux/amd64 child; one that does gets the index, whether its

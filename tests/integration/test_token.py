@@ -215,6 +215,10 @@ def test_read_token_serves(stack, dists):
         assert r.body == open(dists[f["filename"]].path, "rb").read()
         cc = r.header("Cache-Control")
         assert cc.startswith("private") and "public" not in cc, cc
+    # a small file, which nginx keeps for a public index (conf/nginx.conf):
+    # never for the next client here
+    assert len(r.body) < 24 * 1024
+    assert get(stack.base, path).status == 401
     # a token for other projects may not read its files either
     corp, _ = new_token(conf, "--index", "team/pypi", "--actions", "read",
                         "--projects", "corp-*")
