@@ -339,10 +339,13 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	 * a range, a token's answer, nor a file too big to have come this
 	 * way */
 	if (o->front_small) {
+		const char *range = req_env(r, "HTTP_RANGE");
+
+		/* (an empty Range is none: nginx may pass one) */
 		if (inl && !r->private_index && !gz &&
 		    (r->head ? o->front_head :
 			       st.st_size < ACCEL_INLINE_UNDER) &&
-		    !req_env(r, "HTTP_RANGE") &&
+		    !(range && *range) &&
 		    o->front_until >= (long long)time(NULL))
 			req_header(r, "X-Accel-Expires", "@%lld",
 				   o->front_until);

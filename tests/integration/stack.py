@@ -692,6 +692,9 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
             fastcgi_cache_key "$request_method|$request_uri";
             fastcgi_ignore_headers Cache-Control Expires;
             fastcgi_cache_bypass $http_range$http_if_range$http_if_none_match;
+            fastcgi_param HTTP_RANGE $http_range if_not_empty;
+            fastcgi_param HTTP_IF_RANGE $http_if_range if_not_empty;
+            fastcgi_param HTTP_IF_NONE_MATCH $http_if_none_match if_not_empty;
             fastcgi_no_cache $http_range$http_if_range$http_if_none_match;
             fastcgi_hide_header X-Larder-Cache;
             add_header X-Larder-Cache $larder_page_cache;
@@ -709,6 +712,9 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
             fastcgi_cache_key "$request_uri";
             fastcgi_ignore_headers Cache-Control Expires;
             fastcgi_cache_bypass $http_range$http_if_range$http_if_none_match;
+            fastcgi_param HTTP_RANGE $http_range if_not_empty;
+            fastcgi_param HTTP_IF_RANGE $http_if_range if_not_empty;
+            fastcgi_param HTTP_IF_NONE_MATCH $http_if_none_match if_not_empty;
             fastcgi_no_cache $http_range$http_if_range$http_if_none_match;
             fastcgi_hide_header X-Larder-Cache;
             add_header X-Larder-Cache $larder_page_cache;
