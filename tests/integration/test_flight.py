@@ -231,15 +231,17 @@ def test_page_waiters_wake_when_the_fetch_ends(stack):
     that fetch ends, not at the waiter's next look: waiters polled the
     claim at 2, 6, 14, 30, 62 ms and every 50 ms after, and came a median
     25 ms after the owner (20 to 60 ms here). Five cold pages, each
-    fetched once for three readers, the upstream slower by 10 ms for each
-    so that their ends fall all over a 50 ms step; the median gap between
-    the first reader done and the last must be small (the waiters' own
-    work, a few ms; on a loaded machine a burst may take longer)."""
+    fetched once for three readers, the upstream taking 65, 115, ... 265
+    ms, so that each fetch ends just after a look of the old polling (at
+    62, 112, ... 262 ms) and its waiters, polling, came 30 to 50 ms late;
+    the median gap between the first reader done and the last must be
+    under 25 ms (the waiters' own work, a few ms, and a loaded machine's
+    scheduling: CI runs two passes at once)."""
     gaps = []
     projects = ["larder-demo-a", "larder-demo-b", "larder-demo-c",
                 "larder-demo-nometa", "larder-demo-big"]
     for i, project in enumerate(projects):
-        stack.standin.control(delay=0.07 + 0.01 * i)
+        stack.standin.control(delay=0.065 + 0.05 * i)
         url = stack.base + page_path(project)
         readers = fh.burst([url] * 3, timeout=30, headers={"Accept": PIP_ACCEPT}, keep=True)
         for r in readers:
@@ -249,7 +251,7 @@ def test_page_waiters_wake_when_the_fetch_ends(stack):
         ends = sorted(r.t_end for r in readers)
         gaps.append(ends[-1] - ends[0])
     gaps.sort()
-    assert gaps[len(gaps) // 2] < 0.015, \
+    assert gaps[len(gaps) // 2] < 0.025, \
         "the waiters came %s ms after the owner" % ["%.0f" % (g * 1000) for g in gaps]
 
 
