@@ -475,11 +475,25 @@ def test_cgi_fetch_child_stops_on_sigterm(stack, cd):
     proc = cgimod.run(conf, path, wait=False)
     owners = wait_for(lambda: fh.fetcher_pids(stack.data_dir), 10)
     assert owners, "no detached owner"
-    owner = [p for p in owners if p != proc.pid]
-    assert owner, owners
-    with open("/proc/%d/status" % owner[0]) as f:
-        blocked = int(re.search(r"SigBlk:\s*([0-9a-f]+)", f.read()).group(1), 16)
-    assert not blocked & (1 << (signal.SIGTERM - 1)), "SIGTERM blocked in the owner"
+    assert [p for p in owners if p != proc.pid], owners
+
+    def unblocked():
+        """The detached owners whose SIGTERM is not blocked: the fork
+        holds the claim's file before the owner has set its mask, so a
+        look may catch it (or the child between) a moment early."""
+        out = []
+        for p in fh.fetcher_pids(stack.data_dir):
+            try:
+                with open("/proc/%d/status" % p) as f:
+                    blocked = int(re.search(r"SigBlk:\s*([0-9a-f]+)",
+                                            f.read()).group(1), 16)
+            except (OSError, AttributeError):
+                continue
+            if p != proc.pid and not blocked & (1 << (signal.SIGTERM - 1)):
+                out.append(p)
+        return out
+    owner = wait_for(unblocked, 5)
+    assert owner, "SIGTERM blocked in the owner"
     os.kill(owner[0], signal.SIGTERM)
     assert wait_for(lambda: not fh.alive(owner[0]), 3), "the owner ignored SIGTERM"
     proc.kill()
