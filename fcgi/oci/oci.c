@@ -457,13 +457,17 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 	/* (a warm blob: one look in the database, not two) */
 	if (known && send_stored(w, hex)) {
 		const char *fc = req_env(r, "LARDER_PAGE_CACHE");
+		const char *hk = req_env(r, "LARDER_HEAD_KEYED");
 
 		/* behind nginx's cache of them (conf/nginx.conf), a warm
 		 * blob's HEAD, and a small one's GET, are the same for every
 		 * client allowed to read it: kept there for the registry's
-		 * cache_ttl, as a tag is */
+		 * cache_ttl, as a tag is. A HEAD's answer only where the
+		 * web server says its key holds the method (another
+		 * location's cache would hand the empty answer to a GET) */
 		if (fc && strcmp(fc, "1") == 0) {
-			so.front_small = so.front_head = 1;
+			so.front_small = 1;
+			so.front_head = hk && strcmp(hk, "1") == 0;
 			so.front_until = (long long)time(NULL) +
 					 x->reg->cache_ttl - 1;
 		}

@@ -58,9 +58,10 @@ struct send_opts {
 	long long front_until;      /* the last unix second nginx may keep it
 	                               (0: not at all) */
 	int front_head;             /* with front_small, a HEAD's answer is
-	                               kept too (a registry's blob: nginx
-	                               keys a HEAD apart from a GET there,
-	                               conf/nginx.conf) */
+	                               kept too: only where the web server
+	                               keys a HEAD apart from a GET (a
+	                               registry's blob behind conf/nginx.conf,
+	                               which says LARDER_HEAD_KEYED) */
 	long long inline_under;     /* a HEAD, or a body of fewer bytes than
 	                               this, is sent by larder itself: nginx
 	                               closes its FastCGI connection after

@@ -662,7 +662,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
             client_max_body_size 1g;
         }}
 
-        location ~ /simple/ {{
+        location ~ "^/(?!v2/).*/simple/" {{
             include /etc/nginx/fastcgi_params;
             fastcgi_param SCRIPT_NAME "";
             fastcgi_param PATH_INFO "";
@@ -686,6 +686,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
             fastcgi_param SCRIPT_NAME "";
             fastcgi_param PATH_INFO "";
             fastcgi_param LARDER_PAGE_CACHE 1;
+            fastcgi_param LARDER_HEAD_KEYED 1;
             fastcgi_keep_conn {keep};
             fastcgi_pass larder;
             fastcgi_cache larder_pages;
@@ -701,7 +702,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
         }}
 
         # conf/nginx.conf's small files, kept like pages
-        location ~ "/files/[0-9a-f]{{64}}/[^/]+$" {{
+        location ~ "^/(?!v2/).*/files/[0-9a-f]{{64}}/[^/]+$" {{
             include /etc/nginx/fastcgi_params;
             fastcgi_param SCRIPT_NAME "";
             fastcgi_param PATH_INFO "";
@@ -735,7 +736,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
                  prefix=prefix, data_dir=data_dir.rstrip("/")), workers)
     if not page_cache:
         # (the files' location, after the pages', loses its cache too)
-        head, sep, pages = text.partition("location ~ /simple/")
+        head, sep, pages = text.partition('location ~ "^/(?!v2/).*/simple/"')
         pages = "\n".join(line for line in pages.split("\n")
                           if "LARDER_PAGE_CACHE" not in line
                           and "fastcgi_cache larder_pages;" not in line)

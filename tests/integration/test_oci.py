@@ -486,6 +486,40 @@ def test_blob_head_kept_by_nginx(oci, upstream):
     assert len(heads) == 1, heads
 
 
+def test_repo_named_like_a_pypi_route(oci, upstream):
+    """A repository whose name holds "/simple/" or "/files/" is a registry's
+    all the same: nginx's pages location, which keys no method, must not
+    take its blobs (a warm blob's HEAD, its empty answer kept for the GETs
+    after it; a cold one's GET kept for the year its Cache-Control says)
+    nor its manifests by tag (kept under the first Accept line alone)."""
+    config = b'{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}'
+    # (the blob made warm under a plain name: larder keeps it by digest)
+    cfg = upstream.client.put_blob("plain", config)
+    r = oci.get(oci.path("plain", "blobs", cfg))
+    assert r.status == 200 and r.body == config, r
+    for repo in ("x/simple", "simple/files"):
+        assert upstream.client.put_blob(repo, config) == cfg
+        manifest = json.dumps({
+            "schemaVersion": 2, "mediaType": OCI_MANIFEST,
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                       "digest": cfg, "size": len(config)},
+            "layers": []}).encode()
+        upstream.client.put_manifest(repo, "latest", manifest, OCI_MANIFEST)
+        path = oci.path(repo, "blobs", cfg)
+        h = oci.get(path, method="HEAD")
+        assert h.status == 200 and h.body == b"", h
+        for _ in range(2):
+            r = oci.get(path)
+            assert r.status == 200 and r.body == config, (repo, r, r.headers)
+        tag = oci.path(repo, "manifests", "latest")
+        for _ in range(3):
+            r = oci.get(tag, headers=ACCEPT)
+            assert r.status == 200 and r.body == manifest, (repo, r)
+        time.sleep(0.3)  # (each log line is written after its answer)
+        gets = [l for l in oci.larder.log_lines() if " GET " + tag + " " in l]
+        assert len(gets) == 3, (repo, gets)
+
+
 def test_index_for_old_clients(oci, upstream):
     """A client that does not accept an index, asking a tag that is one,
     gets the linux/amd64 child; one that does gets the index, whether its
