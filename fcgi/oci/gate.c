@@ -81,7 +81,9 @@ static int digest_tag(const char *tag, void *ctx)
 	return d->denied;
 }
 
-/* Whether pols deny ref of repo (rows under registry rname). */
+/* Whether pols deny ref of repo (rows under registry rname): 1 or 0, or
+ * -1 when the tags that point at a digest could not be read (never
+ * taken for an allow). */
 static int denies(struct worker *w, const char *rname,
                   const struct oci_policy *pols, size_t n, const char *repo,
                   const char *ref, struct oci_policy_verdict *v)
@@ -93,10 +95,13 @@ static int denies(struct worker *w, const char *rname,
 	/* by digest: denied when a denied tag of the repository points at
 	 * it (larder's tag rows); else the rules that need no tag decide */
 	if (oci_policy_tags_matter(pols, n, repo) &&
-	    strncmp(ref, "sha256:", 7) == 0 &&
-	    db_oci_tags_of(w->db, rname, repo, ref + 7, digest_tag, &d) == 0 &&
-	    d.denied)
-		return 1;
+	    strncmp(ref, "sha256:", 7) == 0) {
+		if (db_oci_tags_of(w->db, rname, repo, ref + 7, digest_tag,
+		                   &d))
+			return -1;
+		if (d.denied)
+			return 1;
+	}
 	return oci_policy_denies(pols, n, repo, NULL, v);
 }
 
@@ -105,7 +110,7 @@ int oci_gate_manifest(struct worker *w, struct req *r, int named_ri, int ri,
 {
 	const struct oci_policy *pols;
 	struct oci_policy_verdict v;
-	int at[2] = {named_ri, ri}, err;
+	int at[2] = {named_ri, ri}, err, no;
 	size_t n;
 
 	for (size_t i = 0; i < 2; i++) {
@@ -117,8 +122,17 @@ int oci_gate_manifest(struct worker *w, struct req *r, int named_ri, int ri,
 			         "did not compile (see the log)");
 			return -1;
 		}
-		if (!n || !denies(w, w->conf->registry[ri].name, pols, n, repo,
-		                  ref, &v))
+		if (!n)
+			continue;
+		no = denies(w, w->conf->registry[ri].name, pols, n, repo, ref,
+		            &v);
+		if (no < 0) {
+			oci_fail(r, 503, "UNAVAILABLE", "the tags that point at "
+			         "this digest could not be read to apply the "
+			         "registry's policies");
+			return -1;
+		}
+		if (!no)
 			continue;
 		stats_add(STATS_POLICY_MANIFESTS, 1);
 		oci_fail(r, 403, "DENIED", v.reason);

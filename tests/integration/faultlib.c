@@ -2,12 +2,15 @@
  * fail in a larder process, as a machine out of processes or memory would:
  *   FAULT_FORK=1        fork() fails with EAGAIN
  *   FAULT_MALLOC_OVER=N malloc() of N bytes or more returns NULL
+ *   FAULT_SQL=TEXT      sqlite3_step() of a statement whose SQL holds TEXT
+ *                       fails with SQLITE_IOERR, as a failing disk would
  * Built by the tests with cc (tests/integration/cgi.py; with -DNO_MALLOC
  * for sanitizer builds, whose malloc is their own); never part of larder. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -47,4 +50,28 @@ pid_t fork(void)
 	if (!real)
 		real = (pid_t(*)(void))dlsym(RTLD_NEXT, "fork");
 	return real();
+}
+
+/* (SQLite's own prototypes: its headers need not be installed) */
+typedef struct sqlite3_stmt sqlite3_stmt;
+#define FAULT_SQLITE_IOERR 10
+
+int sqlite3_step(sqlite3_stmt *st)
+{
+	static int (*real)(sqlite3_stmt *);
+	static const char *(*sql)(sqlite3_stmt *);
+	const char *match = getenv("FAULT_SQL");
+
+	if (!real) {
+		real = (int (*)(sqlite3_stmt *))dlsym(RTLD_NEXT, "sqlite3_step");
+		sql = (const char *(*)(sqlite3_stmt *))dlsym(RTLD_NEXT,
+							     "sqlite3_sql");
+	}
+	if (match && *match && sql) {
+		const char *text = sql(st);
+
+		if (text && strstr(text, match))
+			return FAULT_SQLITE_IOERR;
+	}
+	return real(st);
 }

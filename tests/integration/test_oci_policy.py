@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+import cgi as cgimod
 import frontends
 import ociup
 import stack as stackmod
@@ -243,6 +244,47 @@ def test_policy_check_command(tmp_path):
     assert rc == 1 and "deny = */*:latest: matches: denies" in out, out
     rc, _, err = check("Bad:x")
     assert rc == 2 and "not an image name" in err, err
+
+
+def test_digest_refused_when_its_tags_cannot_be_read(tmp_path):
+    """A pull by digest is judged by the tags that point at it: when they
+    cannot be read (the database fails), the answer is a 503 that says so,
+    never the manifest of a tag the policy denies."""
+    why = frontends.missing_reason("nginx") or ociup.missing_reason()
+    if why:
+        pytest.skip(why)
+    lib = cgimod.faultlib(str(tmp_path), malloc=False)
+    if not lib:
+        pytest.skip("no C compiler for faultlib.c")
+    workdir = frontends.new_workdir("larder-ocipol-db-")
+    text = '\n[registry "store"]\ntype = hosted\n' \
+        '\n[registry "gate"]\ntype = virtual\nlayers = store\npolicies = images\n' + POLICY
+    fe = frontends.make_frontend("nginx", os.path.join(workdir, "fe"), stackmod.free_port(),
+                                 larder_extra=dict(ociup.OCI_LARDER_KEYS),
+                                 larder_extra_text=text)
+    try:
+        fe.start()
+        host = "127.0.0.1:%d" % fe.port
+        b = build_image(str(tmp_path / "b"), [9 * KB], seed="pol-db", tag="1.0")
+        ociup.push(b.layout, "1.0", "%s/store/app:1.0" % host, creds=token(fe, "store"))
+        dig = [x[3] for x in rows(fe) if x[0] == "store" and x[2] == "1.0"][0]
+        path = "/v2/gate/app/manifests/sha256:" + dig
+        denied(http(fe.base + path, headers={"Accept": ociup.ACCEPT_ALL}), "app:1.*")
+        fe.stop()
+        # the same request as a CGI program whose query of a digest's tags
+        # fails (faultlib.c)
+        fault = {"FAULT_SQL": "SELECT ref FROM oci_refs WHERE sha256 = ?3"}
+        r = cgimod.run(fe.larder_conf, path, accept=ociup.ACCEPT_ALL, preload=lib,
+                       extra_env=fault, timeout=30)
+        assert r.status == 503, (r, r.body[:300], r.stderr[-2000:])
+        body = json.loads(r.body)
+        assert body["errors"][0]["code"] == "UNAVAILABLE", body
+        assert "tags" in body["errors"][0]["message"], body
+        r = cgimod.run(fe.larder_conf, path, accept=ociup.ACCEPT_ALL, timeout=30)
+        assert r.status == 403, (r, r.body[:300], r.stderr[-2000:])
+    finally:
+        fe.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def test_nginx_keeps_no_denied_digest(tmp_path):
