@@ -349,3 +349,50 @@ int coremeta_requires(const char *buf, size_t len,
 	*n = rq.n;
 	return rc;
 }
+
+struct license_ctx {
+	char *out;
+	size_t len, used;
+	int expression;  /* out holds a License-Expression */
+};
+
+/* Appends text to lc's classifiers, "; " between them, cut at its size. */
+static void license_add(struct license_ctx *lc, const char *text)
+{
+	int n;
+
+	if (lc->used + 1 >= lc->len)
+		return;
+	n = snprintf(lc->out + lc->used, lc->len - lc->used, "%s%s",
+		     lc->used ? "; " : "", text);
+	if (n > 0)
+		lc->used += (size_t)n < lc->len - lc->used ?
+				    (size_t)n : lc->len - lc->used - 1;
+}
+
+/* coremeta_each() callback of coremeta_license(). */
+static int one_license(const char *name, size_t nlen, const char *value,
+		       void *ctx)
+{
+	struct license_ctx *lc = ctx;
+
+	if (nlen == 18 && strncasecmp(name, "License-Expression", 18) == 0) {
+		snprintf(lc->out, lc->len, "%s", value);
+		lc->expression = 1;
+		return 0;
+	}
+	if (!lc->expression && nlen == 10 &&
+	    strncasecmp(name, "Classifier", 10) == 0 &&
+	    strncmp(value, "License ::", 10) == 0)
+		license_add(lc, value);
+	return 0;
+}
+
+int coremeta_license(const char *buf, size_t len, char *out, size_t outlen)
+{
+	struct license_ctx lc = {out, outlen, 0, 0};
+
+	if (outlen)
+		*out = '\0';
+	return outlen ? coremeta_each(buf, len, one_license, &lc, NULL) : 0;
+}

@@ -66,4 +66,15 @@ int coremeta_requires(const char *buf, size_t len,
 		      char (*names)[NAMES_MAX_PROJECT + 1], size_t max,
 		      size_t *n);
 
+/* The most bytes coremeta_license() writes, its NUL included. */
+#define COREMETA_MAX_LICENSE 512
+
+/* Reads what the metadata at buf (len bytes) says of its license into out
+ * (outlen bytes): the License-Expression (PEP 639) when there is one,
+ * else its "License :: ..." classifiers, whole, joined by "; " in order;
+ * "" when it says neither (the free-text License field is not read: it
+ * often holds the license's whole text). Cut at outlen. Returns 0, or as
+ * coremeta_each(). */
+int coremeta_license(const char *buf, size_t len, char *out, size_t outlen);
+
 #endif

@@ -198,6 +198,15 @@ int policy_wants_vulns(const struct policy *pols, size_t n)
 	return 0;
 }
 
+int policy_wants_license(const struct policy *pols, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < pols[i].nrules; j++)
+			if (pols[i].rule[j].license[0])
+				return 1;
+	return 0;
+}
+
 int policy_vuln_affects(const struct policy_vuln *vuln, const char *version)
 {
 	struct pep440 v, b;
@@ -332,8 +341,7 @@ int policy_decide(const struct policy *pol, const struct policy_file *f,
 	return v->deny;
 }
 
-/* Whether one of pols denies f; the first denial's reason in *v. */
-static int denied(const struct policy *pols, size_t n,
+int policy_denied(const struct policy *pols, size_t n,
                   const struct policy_file *f, struct policy_verdict *v)
 {
 	for (size_t i = 0; i < n; i++)
@@ -375,8 +383,8 @@ void policy_reasons_free(char **reasons, size_t n)
 
 int policy_split(const struct policy *pols, size_t n, const char *project,
                  const struct policy_vuln *vulns, size_t nvulns,
-                 struct simple_page *page, struct simple_page *held,
-                 char ***reasons)
+                 const char *const *licenses, struct simple_page *page,
+                 struct simple_page *held, char ***reasons)
 {
 	struct policy_file f = {.project = project, .vulns = vulns,
 	                        .nvulns = nvulns};
@@ -396,7 +404,8 @@ int policy_split(const struct policy *pols, size_t n, const char *project,
 	for (size_t i = 0; i < page->nfiles; i++) {
 		f.filename = page->files[i].filename;
 		f.yanked = page->files[i].yanked;
-		deny[i] = (unsigned char)denied(pols, n, &f, &v);
+		f.license = licenses ? licenses[i] : NULL;
+		deny[i] = (unsigned char)policy_denied(pols, n, &f, &v);
 		k += deny[i];
 	}
 	if (!k) {
@@ -412,7 +421,8 @@ int policy_split(const struct policy *pols, size_t n, const char *project,
 			continue;
 		f.filename = page->files[i].filename;
 		f.yanked = page->files[i].yanked;
-		denied(pols, n, &f, &v);
+		f.license = licenses ? licenses[i] : NULL;
+		policy_denied(pols, n, &f, &v);
 		why[held->nfiles] = strdup(v.reason);
 		if (!why[held->nfiles++])
 			goto fail;

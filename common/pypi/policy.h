@@ -112,6 +112,9 @@ int policy_of(const struct conf *c, const struct conf_index *ix,
 /* Whether any of the n policies has a rule that looks at advisories. */
 int policy_wants_vulns(const struct policy *pols, size_t n);
 
+/* Whether any of the n policies has a license= rule. */
+int policy_wants_license(const struct policy *pols, size_t n);
+
 /* Whether rule r matches f (its kind and version read off its file
  * name). Returns 1 or 0. */
 int policy_rule_matches(const struct policy_rule *r,
@@ -121,6 +124,11 @@ int policy_rule_matches(const struct policy_rule *r,
 int policy_decide(const struct policy *pol, const struct policy_file *f,
                   struct policy_verdict *v);
 
+/* Whether one of the n policies denies f (every one must let a file
+ * in), the first denial's reason in *v. Returns 1 or 0. */
+int policy_denied(const struct policy *pols, size_t n,
+                  const struct policy_file *f, struct policy_verdict *v);
+
 /* Whether version (any spelling) lies in the range of vuln. */
 int policy_vuln_affects(const struct policy_vuln *vuln, const char *version);
 
@@ -129,11 +137,13 @@ int policy_vuln_affects(const struct policy_vuln *vuln, const char *version);
  * simple_page_free()), keeping page's order; reasons[i] (malloc'd array
  * of held->nfiles strings, the caller's to free with
  * policy_reasons_free()) says why the i-th was. vulns as for
- * policy_file. Returns 0 or ENOMEM (page then as it was). */
+ * policy_file; licenses, when not NULL, holds each file's license (as
+ * policy_file has it, NULL unknown) by its position in page before the
+ * split. Returns 0 or ENOMEM (page then as it was). */
 int policy_split(const struct policy *pols, size_t n, const char *project,
                  const struct policy_vuln *vulns, size_t nvulns,
-                 struct simple_page *page, struct simple_page *held,
-                 char ***reasons);
+                 const char *const *licenses, struct simple_page *page,
+                 struct simple_page *held, char ***reasons);
 
 /* A project every file of which a policy denied (page, after
  * policy_split(), lists none; held lists the denied ones, reasons as it

@@ -14,6 +14,7 @@
 #include "common/pypi/policy_osv.h"
 #include "fcgi/cmd/cmd.h"
 #include "fcgi/cmd/policy_cmd.h"
+#include "fcgi/pypi/license.h"
 #include "fcgi/server/worker.h"
 #include "storage/db/db.h"
 
@@ -188,6 +189,7 @@ static int import_osv(struct worker *w, const struct osv_files *of)
 }
 
 struct check {
+	struct worker *w;
 	const struct conf *conf;
 	const struct conf_index *ix;
 	const struct policy *pols;
@@ -198,17 +200,6 @@ struct check {
 	size_t nvulns;
 	int files, denied;
 };
-
-/* Whether a rule of pols looks at the license. */
-static int has_license_rule(const struct policy *pols, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = 0; j < pols[i].nrules; j++)
-			if (pols[i].rule[j].license[0])
-				return 1;
-	return 0;
-}
-
 
 /* Prints what rule j (allow or deny, as written) did, decided the rule
  * that decided (-1 the default, -2 deny_vulnerable), done whether one
@@ -231,11 +222,14 @@ static void print_default(int default_deny, int done)
 }
 /* Prints what each rule of each policy says of filename, and the page's
  * decision (denied, as the files row holds it; NULL when none). */
-static void check_file(const char *filename, const char *row, void *ctx)
+static void check_file(const char *sha256, const char *filename,
+                       const char *row, void *ctx)
 {
 	struct check *ck = ctx;
 	struct policy_file f = {.project = ck->project, .filename = filename,
 	                        .vulns = ck->vulns, .nvulns = ck->nvulns};
+	char license[COREMETA_MAX_LICENSE];
+	int wants = policy_wants_license(ck->pols, ck->npols);
 	struct policy_verdict v;
 	struct distname d;
 	int any = 0;
@@ -247,6 +241,14 @@ static void check_file(const char *filename, const char *row, void *ctx)
 		return;
 	ck->files++;
 	printf("%s\n", filename);
+	if (wants && license_of(ck->w, (int)(ck->ix - ck->conf->index), sha256,
+	                        filename, NULL, license, sizeof(license))) {
+		f.license = license;
+		printf("  license: %s\n", license);
+	} else if (wants) {
+		printf("  license: not known (larder holds no metadata of it "
+		       "yet, so no license= rule matches)\n");
+	}
 	for (size_t i = 0; i < ck->npols; i++) {
 		const struct policy *p = &ck->pols[i];
 		int deny = policy_decide(p, &f, &v), done = 0;
@@ -270,16 +272,14 @@ static void check_file(const char *filename, const char *row, void *ctx)
 	if (row)
 		printf("  when the page was rendered: %s\n",
 		       *row ? row : "allowed");
-	if (has_license_rule(ck->pols, ck->npols))
-		printf("  (license= rules: larder does not know its license "
-		       "here, so none matched)\n");
 }
 
 static int check(struct worker *w, int idx, const char *project,
                  const char *version)
 {
 	const struct conf_index *ix = &w->conf->index[idx];
-	struct check ck = {.conf = w->conf, .ix = ix, .project = project,
+	struct check ck = {.w = w, .conf = w->conf, .ix = ix,
+	                   .project = project,
 	                   .version = ""};
 	struct policy_vuln *vulns = NULL;
 	struct policy *pols = NULL;
@@ -321,7 +321,7 @@ static int check(struct worker *w, int idx, const char *project,
 	if (!rc && !ck.files && version) {
 		/* no page of it fetched yet: its sdist as it would be named */
 		snprintf(name, sizeof(name), "%s-%s.tar.gz", project, canon);
-		check_file(name, NULL, &ck);
+		check_file("", name, NULL, &ck);
 		printf("  (no page of %s in %s yet: decided for its sdist's "
 		       "name)\n", project, ix->name);
 	} else if (!rc && !ck.files) {

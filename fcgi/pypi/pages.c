@@ -18,6 +18,7 @@
 #include "fcgi/pypi/copies.h"
 #include "fcgi/pypi/events.h"
 #include "fcgi/pypi/hosted.h"
+#include "fcgi/pypi/license.h"
 #include "fcgi/pypi/metadata.h"
 #include "fcgi/pypi/pages.h"
 #include "fcgi/pypi/proc.h"
@@ -142,15 +143,17 @@ static void hint_likely(struct worker *w, const struct conf_index *ix,
 }
 
 /* Moves the files of page that ix's policies deny into denied, with
- * their reasons (policy_split()); the advisories are read only when a
- * policy looks at them. Counts the denials. Returns 0, ENOMEM or EIO. */
+ * their reasons (policy_split()); the advisories and the licenses are
+ * read only when a policy looks at them. Counts the denials. Returns 0,
+ * ENOMEM or EIO. */
 static int policy_apply(struct worker *w, const struct conf_index *ix,
 			const char *project, struct simple_page *page,
 			struct simple_page *denied, char ***reasons)
 {
 	struct policy_vuln *vulns = NULL;
 	struct policy *pols = NULL;
-	size_t npols = 0, nvulns = 0;
+	size_t npols = 0, nvulns = 0, nfiles = page->nfiles;
+	char **licenses = NULL;
 	int rc;
 
 	memset(denied, 0, sizeof(*denied));
@@ -160,11 +163,17 @@ static int policy_apply(struct worker *w, const struct conf_index *ix,
 	rc = policy_of(w->conf, ix, &pols, &npols);
 	if (!rc && policy_wants_vulns(pols, npols))
 		rc = db_osv_get(w->db, project, &vulns, &nvulns);
+	if (!rc && policy_wants_license(pols, npols) &&
+	    !(licenses = license_of_page(w, (int)(ix - w->conf->index),
+					 page)))
+		rc = ENOMEM;
 	if (!rc)
-		rc = policy_split(pols, npols, project, vulns, nvulns, page,
-				  denied, reasons);
+		rc = policy_split(pols, npols, project, vulns, nvulns,
+				  (const char *const *)licenses, page, denied,
+				  reasons);
 	if (!rc && denied->nfiles)
 		stats_add(STATS_POLICY_DENIED, (long long)denied->nfiles);
+	license_free(licenses, nfiles);
 	free(vulns);
 	free(pols);
 	return rc;

@@ -13,6 +13,7 @@
 #include "fcgi/access/auth.h"
 #include "fcgi/pypi/copies.h"
 #include "fcgi/pypi/hosted.h"
+#include "fcgi/pypi/license.h"
 #include "fcgi/pypi/listing.h"
 #include "fcgi/pypi/metadata.h"
 #include "fcgi/pypi/pages.h"
@@ -350,7 +351,7 @@ static void file_answer(struct worker *w, struct req *r,
 	const char *cache;
 	struct prov_ctx pc;
 	size_t mark;
-	int rc, from, stored, kind;
+	int rc, from, stored, kind, denied;
 
 	from = pypi_find_file(w, rt->index, rt->sha256, rt->filename, &f);
 	if (from < 0) {
@@ -371,13 +372,29 @@ static void file_answer(struct worker *w, struct req *r,
 		return;
 	}
 	/* what the policies decided when the page was rendered
-	 * (fcgi/pypi/pages.c), while that policy is still the index's */
-	if (*f.denied &&
-	    policy_reason_current(f.denied, w->conf->index[from].policies)) {
+	 * (fcgi/pypi/pages.c), while that policy is still the index's; or,
+	 * under a license= rule, decided again now, as larder may know the
+	 * file's license only since (its metadata stored after the page, or
+	 * fetched now): the project's pages are rendered again when the
+	 * decision changed */
+	denied = license_judge(w, from, rt->sha256, rt->filename, &f, err,
+			       sizeof(err));
+	if (denied >= 0 && denied != (*f.denied != '\0')) {
+		rc = db_policy_expire(w->db, f.project);
+		if (rc)
+			log_warn(rc, f.project, "its pages not made stale");
+	} else if (denied < 0) {
+		denied = *f.denied &&
+			 policy_reason_current(f.denied,
+					       w->conf->index[from].policies);
+		snprintf(err, sizeof(err), "%s", f.denied);
+	}
+	if (denied) {
 		stats_add(STATS_POLICY_REFUSED, 1);
-		req_error(r, 403, f.denied);
+		req_error(r, 403, err);
 		return;
 	}
+	*err = '\0';
 	if (rt->provenance && !*f.provenance) {
 		req_error(r, 404, "upstream lists no provenance for it");
 		return;

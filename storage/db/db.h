@@ -565,10 +565,10 @@ long long db_osv_count(struct db *db);
 int db_policy_expire(struct db *db, const char *project);
 
 /* Calls fn for each file row of project in index, by file name, with
- * why a policy denied it ("" allowed). Returns 0 or EIO. */
+ * its sha256 and why a policy denied it ("" allowed). Returns 0 or EIO. */
 int db_policy_files(struct db *db, const char *index, const char *project,
-                    void (*fn)(const char *filename, const char *denied,
-                               void *ctx),
+                    void (*fn)(const char *sha256, const char *filename,
+                               const char *denied, void *ctx),
                     void *ctx);
 
 /* Calls fn for at most limit files a policy denied, by index and name,

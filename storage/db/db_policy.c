@@ -104,11 +104,12 @@ long long db_osv_count(struct db *db)
 }
 
 int db_policy_files(struct db *db, const char *index, const char *project,
-                    void (*fn)(const char *filename, const char *denied,
-                               void *ctx),
+                    void (*fn)(const char *sha256, const char *filename,
+                               const char *denied, void *ctx),
                     void *ctx)
 {
-	sqlite3_stmt *st = prepare(db, "SELECT filename, denied FROM files"
+	sqlite3_stmt *st = prepare(db, "SELECT sha256, filename, denied"
+	                               " FROM files"
 	                               " WHERE idx = ?1 AND project = ?2"
 	                               " ORDER BY filename");
 	int step;
@@ -119,7 +120,8 @@ int db_policy_files(struct db *db, const char *index, const char *project,
 	BIND_TEXT(st, 2, project);
 	while ((step = sqlite3_step(st)) == SQLITE_ROW)
 		fn((const char *)sqlite3_column_text(st, 0),
-		   (const char *)sqlite3_column_text(st, 1), ctx);
+		   (const char *)sqlite3_column_text(st, 1),
+		   (const char *)sqlite3_column_text(st, 2), ctx);
 	sqlite3_finalize(st);
 	return step == SQLITE_DONE ? 0 : db_fail(db, "policy files");
 }

@@ -1,5 +1,5 @@
 /* libFuzzer target: core metadata of any shape walks (coremeta_each,
- * coremeta_requires) and renders into a JSON API document that is valid UTF-8 JSON text, or an
+ * coremeta_requires, coremeta_license) and renders into a JSON API document that is valid UTF-8 JSON text, or an
  * error; the first line of the input as a version is read and ordered
  * against 1.0 both ways round consistently (pep440). */
 #include "config.h"
@@ -94,6 +94,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 			if (names_normalize(names[i], nm, sizeof(nm)) ||
 			    strcmp(nm, names[i]) != 0)
 				abort();
+	}
+	{
+		/* the license= rules' reading: NUL-terminated within its
+		 * size, "" on an error */
+		char lic[COREMETA_MAX_LICENSE];
+
+		memset(lic, 'x', sizeof(lic));
+		rc = coremeta_license((const char *)d, n, lic, sizeof(lic));
+		if ((rc && rc != EINVAL && rc != ENOMEM) ||
+		    !memchr(lic, '\0', sizeof(lic)))
+			abort();
 	}
 	buf_init(&b, 1 << 24);
 	rc = pyjson_render(&page, "p", &j, 0, &o, &b);

@@ -16,11 +16,13 @@ import re
 import shutil
 import subprocess
 import time
+from urllib.parse import urljoin
 
 import pytest
 
 import frontends
 import stack as stackmod
+import wheels
 from stack import PIP_ACCEPT, http
 from wheels import A10, A11, NOMETA
 
@@ -46,7 +48,12 @@ deny_vulnerable = yes
 def fe(request, wheel_dir):
     """A front end of the kind given (indirect parametrisation), its
     stand-in, and the policy above; yields the started front end."""
-    kind = request.param
+    yield from front_end(request.param, wheel_dir, POLICY)
+
+
+def front_end(kind, wheel_dir, policy):
+    """Starts a front end of kind, with a stand-in serving wheel_dir and
+    the config text policy; yields it, then stops both."""
     reason = frontends.missing_reason(kind)
     if reason:
         pytest.skip("%s: %s" % (kind, reason))
@@ -55,7 +62,7 @@ def fe(request, wheel_dir):
     front = None
     try:
         standin.start()
-        text = POLICY.format(port=standin.port, files_port=standin.files_port)
+        text = policy.format(port=standin.port, files_port=standin.files_port)
         front = frontends.make_frontend(kind, os.path.join(workdir, "fe"), standin.port,
                                         workers=2, files_port=standin.files_port,
                                         cache_ttl=CACHE_TTL,
@@ -168,6 +175,83 @@ def test_project_denied_outright(fe, wheel_dir, new_venv):
     rc, out, err = larder(fe.larder_conf, "policy", "check", "safe", "larder-demo-nometa")
     assert rc == 1, (out, err)
     assert "deny = larder-demo-nometa: matches: denies" in out, out
+
+
+LICENSE_POLICY = POLICY.replace("deny_vulnerable = yes\n", "").replace(
+    "larder-demo-nometa\n", "larder-demo-nometa, * license=GPL*\n") + """
+[index "mitonly"]
+type = cache
+upstream = http://127.0.0.1:{port}/simple/
+trusted_hosts = localhost:{files_port}
+policies = mit
+
+[policy "mit"]
+allow = * license=*MIT*
+default = deny
+"""
+LIC10 = "larder_demo_lic-1.0-py3-none-any.whl"
+LIC20 = "larder_demo_lic-2.0-py3-none-any.whl"
+
+
+@pytest.fixture
+def fe_license(request, tmp_path_factory):
+    """As fe, with a project whose 1.0 is MIT (a classifier) and whose 2.0
+    is GPL-3.0-only (License-Expression), and a policy that denies GPL."""
+    d = str(tmp_path_factory.mktemp("license-wheels"))
+    wheels.build_wheel(d, "larder-demo-lic", "1.0", extra_meta=[
+        "Classifier: License :: OSI Approved :: MIT License"])
+    wheels.build_wheel(d, "larder-demo-lic", "2.0", extra_meta=[
+        "License-Expression: GPL-3.0-only"])
+    yield from front_end(request.param, d, LICENSE_POLICY)
+
+
+@pytest.mark.parametrize("fe_license", FRONT_ENDS, indirect=True)
+def test_license_denied_once_metadata_is_held(fe_license, new_venv):
+    """A license= rule knows a file's license once larder holds its
+    metadata. The first page is rendered before larder holds any, so it
+    lists 2.0 (GPL); pip's request for that wheel makes larder fetch its
+    .metadata first (pip 23.0 asks for none), and the wheel is refused
+    naming the rule, before any of its bytes go out. The page, rendered
+    again, leaves 2.0 out, and pip takes 1.0 (MIT)."""
+    fe = fe_license
+    rule = b'denied by policy "strict": deny = * license=GPL*'
+    # an allow list of licenses: a file whose license is not known yet is
+    # left out of the page, and let through once its metadata says MIT
+    r, names = page(fe, "larder-demo-lic", route="mitonly")
+    assert names == [], names
+    got = http(fe.base + "/mitonly/files/%s/%s" % (
+        wheels.sha256_file(os.path.join(fe.standin.wheels, LIC10)), LIC10))
+    assert got.status == 200, (got, got.body[:300])
+    deadline = time.monotonic() + 15  # (nginx keeps the page cache_ttl)
+    while not names and time.monotonic() < deadline:
+        time.sleep(0.5)
+        r, names = page(fe, "larder-demo-lic", route="mitonly")
+    assert names == [LIC10], names
+    r, names = page(fe, "larder-demo-lic")
+    assert sorted(names) == [LIC10, LIC20], names  # no metadata held yet
+    code, out = stackmod.pip_install(new_venv(), fe.url, ["larder-demo-lic"])
+    assert code != 0 and "403" in out, out
+    wheel = [f for f in r.json()["files"] if f["filename"] == LIC20][0]
+    got = http(urljoin("%s/root/pypi/simple/larder-demo-lic/" % fe.base, wheel["url"]))
+    assert got.status == 403 and rule in got.body, (got, got.body)
+    counts = fe.standin.counters()
+    assert LIC20 not in counts["files"], counts  # never fetched
+    assert counts["metadata"].get(LIC20) == 1, counts
+    deadline = time.monotonic() + 15  # (nginx keeps the page cache_ttl)
+    while LIC20 in names and time.monotonic() < deadline:
+        time.sleep(0.5)
+        r, names = page(fe, "larder-demo-lic")
+    assert names == [LIC10], names
+    assert r.header("X-Larder-Held-Back") == "1", r.headers
+    venv = new_venv()
+    code, out = stackmod.pip_install(venv, fe.url, ["larder-demo-lic"])
+    assert code == 0, out
+    assert stackmod.installed(venv)["larder-demo-lic"] == "1.0"
+    rc, out, err = larder(fe.larder_conf, "policy", "check", "safe", "larder-demo-lic")
+    assert rc == 1, (out, err)
+    assert "license: GPL-3.0-only" in out, out
+    assert "license: License :: OSI Approved :: MIT License" in out, out
+    assert "deny = * license=GPL*: matches: denies" in out, out
 
 
 def osv_advisory(path, project, introduced, fixed=None):

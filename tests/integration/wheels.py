@@ -55,7 +55,7 @@ def _record_hash(data):
 
 
 def metadata_text(name, version, requires=(), requires_python=">=3.7",
-                  summary=None):
+                  summary=None, extra_meta=()):
     lines = [
         "Metadata-Version: 2.1",
         "Name: %s" % name,
@@ -63,7 +63,7 @@ def metadata_text(name, version, requires=(), requires_python=">=3.7",
         "Summary: %s" % (summary or "larder integration-test package %s" % name),
         "Author: larder tests",
         "License: MIT",
-    ]
+    ] + list(extra_meta)
     if requires_python:
         lines.append("Requires-Python: %s" % requires_python)
     for r in requires:
@@ -80,7 +80,7 @@ def _zip_add(zf, path, data, compress=True):
 
 def build_wheel(outdir, name, version, requires=(), requires_python=">=3.7",
                 file_name=None, extra_files=None, metadata_sibling=True,
-                yanked=None, mtime=None, tag="py3-none-any"):
+                yanked=None, mtime=None, tag="py3-none-any", extra_meta=()):
     """Builds one wheel in outdir; returns its path.
 
     name is written as given in METADATA; the file name uses file_name (the
@@ -89,7 +89,8 @@ def build_wheel(outdir, name, version, requires=(), requires_python=">=3.7",
     "{wheel}.metadata"; yanked writes "{wheel}.yanked" with the reason. tag
     is the wheel's (possibly compressed) tag set, e.g.
     "cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64"; a platform
-    other than "any" makes it a platlib wheel."""
+    other than "any" makes it a platlib wheel. extra_meta are more header
+    lines for METADATA ("License-Expression: MIT")."""
     dist = file_name or name.replace("-", "_")
     mod = module_name(name)
     wheel_name = "%s-%s-%s.whl" % (dist, version, tag)
@@ -97,7 +98,8 @@ def build_wheel(outdir, name, version, requires=(), requires_python=">=3.7",
     tag_lines = "".join("Tag: %s-%s-%s\n" % (py, abi, plat)
                         for py in pys for abi in abis for plat in plats)
     distinfo = "%s-%s.dist-info" % (dist, version)
-    meta = metadata_text(name, version, requires, requires_python)
+    meta = metadata_text(name, version, requires, requires_python,
+                         extra_meta=extra_meta)
     files = [
         ("%s/__init__.py" % mod,
          ('"""%s, built for larder\'s tests."""\n__version__ = "%s"\n'

@@ -352,8 +352,42 @@ T(requires)
 	}
 }
 
+T(license)
+{
+	char out[COREMETA_MAX_LICENSE], small[12];
+	const char *both = "Name: a\n"
+	                   "Classifier: License :: OSI Approved :: MIT License\n"
+	                   "License-Expression: GPL-3.0-only OR\n"
+	                   "  MIT\n"
+	                   "Classifier: License :: Other\n"
+	                   "\n"
+	                   "License-Expression: in the body\n";
+	const char *cls = "Name: a\n"
+	                  "License: the whole text of it\n"
+	                  "Classifier: Programming Language :: Python\n"
+	                  "Classifier: License :: OSI Approved :: MIT License\n"
+	                  "classifier: License :: Public Domain\n";
+
+	/* the expression wins wherever it stands, unfolded */
+	CHECK_INT(coremeta_license(both, strlen(both), out, sizeof(out)), 0);
+	CHECK_STR(out, "GPL-3.0-only OR MIT");
+	/* else the license classifiers, whole; never the License field */
+	CHECK_INT(coremeta_license(cls, strlen(cls), out, sizeof(out)), 0);
+	CHECK_STR(out, "License :: OSI Approved :: MIT License; "
+		       "License :: Public Domain");
+	CHECK_INT(coremeta_license("Name: a\nLicense: MIT\n", 21, out,
+				   sizeof(out)), 0);
+	CHECK_STR(out, "");
+	/* cut at the caller's size */
+	CHECK_INT(coremeta_license(cls, strlen(cls), small, sizeof(small)), 0);
+	CHECK_STR(small, "License :: ");
+	CHECK_INT(coremeta_license("License-Expression: a\0", 22, out,
+				   sizeof(out)), EINVAL);
+}
+
 int main(void)
 {
+	RUN(license);
 	RUN(requires);
 	RUN(each);
 	RUN(headers);

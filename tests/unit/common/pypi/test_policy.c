@@ -223,7 +223,7 @@ T(split)
 	add(&pg, "foo-2.0.tar.gz");
 	add(&pg, "foo-1.5-py3-none-any.whl");
 	add(&pg, "foo-3.0-py3-none-any.whl");
-	CHECK_INT(policy_split(p, 1, "foo", NULL, 0, &pg, &held, &why), 0);
+	CHECK_INT(policy_split(p, 1, "foo", NULL, 0, NULL, &pg, &held, &why), 0);
 	CHECK_INT(pg.nfiles, 2);
 	CHECK_INT(held.nfiles, 2);
 	CHECK_STR(pg.files[0].filename, "foo-2.0.tar.gz");
@@ -245,7 +245,7 @@ T(split)
 		all.files = calloc(2, sizeof(*all.files));
 		add(&all, "foo-1.0.tar.gz");
 		add(&all, "foo-1.5-py3-none-any.whl");
-		CHECK_INT(policy_split(p, 1, "foo", NULL, 0, &all, &held,
+		CHECK_INT(policy_split(p, 1, "foo", NULL, 0, NULL, &all, &held,
 		                       &why), 0);
 		CHECK_INT(all.nfiles, 0);
 		CHECK_INT(policy_mark_project(&all, &held, why), 1);
@@ -263,13 +263,13 @@ T(split)
 		/* nothing denied: not marked */
 		policy_reasons_free(why, held.nfiles);
 		simple_page_free(&held);
-		CHECK_INT(policy_split(p, 1, "foo", NULL, 0, &all, &held,
+		CHECK_INT(policy_split(p, 1, "foo", NULL, 0, NULL, &all, &held,
 		                       &why), 0);
 		CHECK_INT(policy_mark_project(&all, &held, why), 0);
 		simple_page_free(&all);
 	}
 	/* nothing denied: held empty */
-	CHECK_INT(policy_split(p, 1, "bar", NULL, 0, &pg, &held, &why), 0);
+	CHECK_INT(policy_split(p, 1, "bar", NULL, 0, NULL, &pg, &held, &why), 0);
 	CHECK_INT(held.nfiles, 0);
 	CHECK(why == NULL);
 	simple_page_free(&pg);
@@ -279,6 +279,39 @@ T(split)
 	CHECK_INT(policy_reason_current("denied by policy \"strict\": deny = "
 	                                "foo <2", "base stricter"), 0);
 	CHECK_INT(policy_reason_current("", "strict"), 0);
+}
+
+T(split_license)
+{
+	struct policy *p = make("", "* license=GPL*", 0, 0, 0);
+	const char *licenses[] = {"GPL-3.0-only", NULL, "MIT"};
+	struct simple_page pg, held;
+	char **why;
+
+	CHECK(p != NULL);
+	CHECK_INT(policy_wants_license(p, 1), 1);
+	memset(&pg, 0, sizeof(pg));
+	pg.files = calloc(3, sizeof(*pg.files));
+	add(&pg, "foo-1.0-py3-none-any.whl");
+	add(&pg, "foo-1.1-py3-none-any.whl");
+	add(&pg, "foo-1.2-py3-none-any.whl");
+	/* a license not known matches no license= rule */
+	CHECK_INT(policy_split(p, 1, "foo", NULL, 0, licenses, &pg, &held,
+	                       &why), 0);
+	CHECK_INT(pg.nfiles, 2);
+	CHECK_INT(held.nfiles, 1);
+	CHECK_STR(held.files[0].filename, "foo-1.0-py3-none-any.whl");
+	CHECK_STR(why[0], "denied by policy \"strict\": deny = * "
+	                  "license=GPL*");
+	CHECK_STR(pg.files[0].filename, "foo-1.1-py3-none-any.whl");
+	CHECK_STR(pg.files[1].filename, "foo-1.2-py3-none-any.whl");
+	policy_reasons_free(why, held.nfiles);
+	simple_page_free(&held);
+	simple_page_free(&pg);
+	free(p);
+	p = make("", "foo <2", 0, 0, 0);
+	CHECK_INT(policy_wants_license(p, 1), 0);
+	free(p);
 }
 
 T(conf)
@@ -418,6 +451,7 @@ int main(void)
 	RUN(decide);
 	RUN(yanked_license_vulns);
 	RUN(split);
+	RUN(split_license);
 	RUN(conf);
 	return t_done();
 }
