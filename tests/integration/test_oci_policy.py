@@ -246,6 +246,25 @@ def test_policy_check_command(tmp_path):
     assert rc == 2 and "not an image name" in err, err
 
 
+def nginx_front_end(prefix, text):
+    """An nginx front end (not started) with the registries of text, and
+    its work directory."""
+    workdir = frontends.new_workdir(prefix)
+    fe = frontends.make_frontend("nginx", os.path.join(workdir, "fe"), stackmod.free_port(),
+                                 larder_extra=dict(ociup.OCI_LARDER_KEYS),
+                                 larder_extra_text=text)
+    return fe, workdir
+
+
+def push_app(fe, tmp_path, seed):
+    """Pushes a one-layer image as store/app:1.0 through fe; returns the
+    digest larder holds for that tag."""
+    b = build_image(str(tmp_path / "b"), [9 * KB], seed=seed, tag="1.0")
+    ociup.push(b.layout, "1.0", "127.0.0.1:%d/store/app:1.0" % fe.port,
+               creds=token(fe, "store"))
+    return [x[3] for x in rows(fe) if x[0] == "store" and x[2] == "1.0"][0]
+
+
 def test_digest_refused_when_its_tags_cannot_be_read(tmp_path):
     """A pull by digest is judged by the tags that point at it: when they
     cannot be read (the database fails), the answer is a 503 that says so,
@@ -256,18 +275,12 @@ def test_digest_refused_when_its_tags_cannot_be_read(tmp_path):
     lib = cgimod.faultlib(str(tmp_path), malloc=False)
     if not lib:
         pytest.skip("no C compiler for faultlib.c")
-    workdir = frontends.new_workdir("larder-ocipol-db-")
-    text = '\n[registry "store"]\ntype = hosted\n' \
-        '\n[registry "gate"]\ntype = virtual\nlayers = store\npolicies = images\n' + POLICY
-    fe = frontends.make_frontend("nginx", os.path.join(workdir, "fe"), stackmod.free_port(),
-                                 larder_extra=dict(ociup.OCI_LARDER_KEYS),
-                                 larder_extra_text=text)
+    fe, workdir = nginx_front_end("larder-ocipol-db-", '\n[registry "store"]\ntype = hosted\n'
+                                  '\n[registry "gate"]\ntype = virtual\nlayers = store\n'
+                                  'policies = images\n' + POLICY)
     try:
         fe.start()
-        host = "127.0.0.1:%d" % fe.port
-        b = build_image(str(tmp_path / "b"), [9 * KB], seed="pol-db", tag="1.0")
-        ociup.push(b.layout, "1.0", "%s/store/app:1.0" % host, creds=token(fe, "store"))
-        dig = [x[3] for x in rows(fe) if x[0] == "store" and x[2] == "1.0"][0]
+        dig = push_app(fe, tmp_path, "pol-db")
         path = "/v2/gate/app/manifests/sha256:" + dig
         denied(http(fe.base + path, headers={"Accept": ociup.ACCEPT_ALL}), "app:1.*")
         fe.stop()
@@ -295,17 +308,11 @@ def test_nginx_keeps_no_denied_digest(tmp_path):
     why = frontends.missing_reason("nginx") or ociup.missing_reason()
     if why:
         pytest.skip(why)
-    workdir = frontends.new_workdir("larder-ocipol-ng-")
-    text = '\n[registry "store"]\ntype = hosted\ncache_ttl = 2\n' + POLICY
-    fe = frontends.make_frontend("nginx", os.path.join(workdir, "fe"), stackmod.free_port(),
-                                 larder_extra=dict(ociup.OCI_LARDER_KEYS),
-                                 larder_extra_text=text)
+    fe, workdir = nginx_front_end("larder-ocipol-ng-", '\n[registry "store"]\ntype = hosted\n'
+                                  'cache_ttl = 2\n' + POLICY)
     try:
         fe.start()
-        host = "127.0.0.1:%d" % fe.port
-        b = build_image(str(tmp_path / "b"), [9 * KB], seed="pol-ng", tag="1.0")
-        ociup.push(b.layout, "1.0", "%s/store/app:1.0" % host, creds=token(fe, "store"))
-        dig = [x[3] for x in rows(fe) if x[0] == "store" and x[2] == "1.0"][0]
+        dig = push_app(fe, tmp_path, "pol-ng")
         path = "/v2/store/app/manifests/sha256:" + dig
         assert http(fe.base + path).status == 200
         again = http(fe.base + path)
