@@ -324,7 +324,8 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		struct db_file row = {.size = sf->size,
 				      .has_meta = sf->core_metadata &&
 						  !sf->made_metadata,
-				      .upload_time = -1};
+				      .upload_time = -1,
+				      .yanked = sf->yanked};
 
 		if (sf->upload_time &&
 		    isotime_parse(sf->upload_time, strlen(sf->upload_time),

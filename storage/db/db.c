@@ -21,7 +21,7 @@
 #define STRINGIFY(x) STRINGIFY_(x)
 
 /* The schema this build reads and writes (PRAGMA user_version). */
-#define SCHEMA_VERSION 11
+#define SCHEMA_VERSION 12
 
 /* Every table as this version has it. Run under one write lock taken up
  * front: a deferred transaction that reads the schema and then wants to
@@ -47,6 +47,7 @@ static const char schema[] =
 	"  prov_sha TEXT NOT NULL DEFAULT '',"
 	"  meta_prov INTEGER NOT NULL DEFAULT 0,"
 	"  denied TEXT NOT NULL DEFAULT '',"
+	"  yanked INTEGER NOT NULL DEFAULT 0,"
 	"  PRIMARY KEY (idx, sha256, filename));"
 	"CREATE INDEX IF NOT EXISTS files_sha ON files (sha256);"
 	/* what a policy denied, for the status page (schema 11) */
@@ -139,7 +140,7 @@ static const char from_v0[] =
 	"ALTER TABLE flights ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';"
 	"ALTER TABLE outcomes ADD COLUMN at INTEGER NOT NULL DEFAULT 0;";
 
-/* The columns schemas 5 to 11 added to tables that were there before,
+/* The columns schemas 5 to 12 added to tables that were there before,
  * each added where it is missing, then what fills it in (or NULL). A store
  * from before meta_prov recorded metadata larder made from unverified
  * bytes (range reads, an upstream .metadata no page vouched for) as if
@@ -158,6 +159,8 @@ static const struct {
 	{"files", "meta_prov", "INTEGER NOT NULL DEFAULT 0",
 	 "UPDATE files SET meta_prov = 1 WHERE meta_sha != ''"},
 	{"files", "denied", "TEXT NOT NULL DEFAULT ''", NULL},
+	/* what a request decides again under a license= rule (schema 12) */
+	{"files", "yanked", "INTEGER NOT NULL DEFAULT 0", NULL},
 };
 
 static const char *const sql[S_COUNT] = {
@@ -193,7 +196,8 @@ static const char *const sql[S_COUNT] = {
 	 * the hash of a provenance fetched from a URL the page still lists;
 	 * a hash the page gives is never provisional */
 	[S_FILE_PUT] = "INSERT INTO files VALUES"
-		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, '', 0, ?11)"
+		       " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, '', 0, ?11,"
+		       " ?12)"
 		       " ON CONFLICT (idx, sha256, filename) DO UPDATE SET"
 		       " url = excluded.url, size = excluded.size,"
 		       " meta_sha = CASE WHEN excluded.meta_sha != '' THEN"
@@ -208,10 +212,10 @@ static const char *const sql[S_COUNT] = {
 		       " prov_sha = CASE WHEN excluded.provenance = provenance"
 		       " THEN prov_sha ELSE '' END,"
 		       " provenance = excluded.provenance,"
-		       " denied = excluded.denied",
+		       " denied = excluded.denied, yanked = excluded.yanked",
 	[S_FILE_GET] = "SELECT url, size, has_meta, meta_sha, project,"
-		       " upload_time, provenance, prov_sha, meta_prov, denied"
-		       " FROM files"
+		       " upload_time, provenance, prov_sha, meta_prov, denied,"
+		       " yanked FROM files"
 		       " WHERE idx = ?1 AND sha256 = ?2 AND filename = ?3",
 	/* a verified hash (?3 = 0) replaces a provisional one; a
 	 * provisional one only fills a gap */
@@ -221,6 +225,9 @@ static const char *const sql[S_COUNT] = {
 			    " OR (?3 = 0 AND meta_prov = 1))",
 	[S_FILE_SET_PROV] = "UPDATE files SET prov_sha = ?3"
 			    " WHERE sha256 = ?1 AND provenance = ?2",
+	[S_FILE_SET_DENIED] = "UPDATE files SET denied = ?4"
+			      " WHERE idx = ?1 AND sha256 = ?2"
+			      " AND filename = ?3",
 	[S_FILE_DELETE] = "DELETE FROM files"
 			  " WHERE idx = ?1 AND sha256 = ?2 AND filename = ?3",
 	[S_FLIGHT_INSERT] = "INSERT OR IGNORE INTO flights"

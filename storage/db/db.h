@@ -71,7 +71,10 @@ struct db_file {
 	                             from unverified bytes (range reads of
 	                             the upstream file): provisional */
 	char denied[384];         /* why a [policy] denies it, as the page
-	                             was rendered; "" allowed (policy.h) */
+	                             was rendered (or a request under a
+	                             license= rule decided since); ""
+	                             allowed (policy.h) */
+	int yanked;               /* the page said it was yanked */
 };
 
 struct db_flight {
@@ -153,6 +156,11 @@ void db_rollback(struct db *db);
  * db_begin()/db_commit() when adding many. Returns 0 or EIO. */
 int db_file_put(struct db *db, const char *index, const char *sha256,
 		const char *filename, const struct db_file *f);
+
+/* Sets why a policy denies the listed file ("" allowed), as a request
+ * decided it (fcgi/pypi/license.h). Returns 0 or EIO. */
+int db_file_set_denied(struct db *db, const char *index, const char *sha256,
+		       const char *filename, const char *denied);
 
 /* Looks up a listed file. Returns 0, ENOENT, or EIO. */
 int db_file_get(struct db *db, const char *index, const char *sha256,

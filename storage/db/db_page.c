@@ -201,6 +201,7 @@ int db_file_put(struct db *db, const char *index, const char *sha256,
 	sqlite3_bind_int64(st, 9, f->upload_time);
 	BIND_TEXT(st, 10, f->provenance);
 	BIND_TEXT(st, 11, f->denied);
+	sqlite3_bind_int(st, 12, f->yanked != 0);
 	return db_run(db, st, "file put");
 }
 
@@ -226,8 +227,21 @@ int db_file_get(struct db *db, const char *index, const char *sha256,
 	db_text(st, 7, f->prov_sha, sizeof(f->prov_sha));
 	f->meta_prov = sqlite3_column_int(st, 8);
 	db_text(st, 9, f->denied, sizeof(f->denied));
+	f->yanked = sqlite3_column_int(st, 10);
 	sqlite3_reset(st);
 	return 0;
+}
+
+int db_file_set_denied(struct db *db, const char *index, const char *sha256,
+		       const char *filename, const char *denied)
+{
+	sqlite3_stmt *st = db_stmt(db, S_FILE_SET_DENIED);
+
+	BIND_TEXT(st, 1, index);
+	BIND_TEXT(st, 2, sha256);
+	BIND_TEXT(st, 3, filename);
+	BIND_TEXT(st, 4, denied);
+	return db_run(db, st, "file set denied");
 }
 
 int db_file_delete(struct db *db, const char *index, const char *sha256,
