@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,15 @@ int license_of(struct worker *w, int from, const char *sha256,
 		meta_sha = f.meta_sha;
 	if (meta_sha && *meta_sha && send_stored(w, meta_sha)) {
 		buf_init(&b, COREMETA_MAX_HEADERS);
-		if (blob_read(c->data_dir, meta_sha, &b) == 0)
+		rc = blob_read(c->data_dir, meta_sha, &b);
+		if (rc == EFBIG) {
+			/* a long description: the headers come first, so the
+			 * prefix read, cut after its last whole line */
+			while (b.len && b.data[b.len - 1] != '\n')
+				b.len--;
+			rc = 0;
+		}
+		if (rc == 0)
 			rc = coremeta_license(b.data, b.len, out, len);
 		buf_free(&b);
 	} else if (distname_parse(filename, &d) == 0 &&
@@ -74,20 +83,32 @@ void license_free(char **licenses, size_t n)
 	free(licenses);
 }
 
-/* license_of(), and for a file not stored yet whose metadata larder does
- * not hold either, that metadata fetched first (metadata_ensure(): the
- * upstream's small .metadata, one round trip) and read again: a cold
- * file is judged before its bytes go out. */
+/* license_of(), and, as fetch allows, for a file not stored yet whose
+ * verified metadata larder does not hold either: that metadata fetched
+ * first (metadata_ensure(): the upstream's small .metadata, one round
+ * trip) and read again, so that a cold file is judged before its bytes go
+ * out; where no verified metadata can be had that way (an upstream
+ * .metadata its page gives no hash for, range reads), with
+ * LICENSE_FETCH_FILE the whole wheel, verified, which the request was
+ * about to fetch anyway, and its own METADATA read. */
 static int known(struct worker *w, int from, const char *sha256,
-                 const char *filename, char *out, size_t len)
+                 const char *filename, const struct db_file *f,
+                 enum license_fetch fetch, char *out, size_t len)
 {
 	char meta_sha[65], err[256];
+	struct distname d;
 
 	if (license_of(w, from, sha256, filename, NULL, out, len))
 		return 1;
-	if (blob_exists(w->conf->data_dir, sha256) ||
-	    metadata_ensure(w, from, sha256, filename, meta_sha, err,
-	                    sizeof(err)))
+	if (fetch == LICENSE_LOCAL || blob_exists(w->conf->data_dir, sha256))
+		return 0;
+	if (metadata_ensure(w, from, sha256, filename, meta_sha, err,
+	                    sizeof(err)) == 0 &&
+	    license_of(w, from, sha256, filename, NULL, out, len))
+		return 1;
+	if (fetch != LICENSE_FETCH_FILE || distname_parse(filename, &d) ||
+	    d.kind != DISTNAME_WHEEL ||
+	    metadata_fetch_file(w, from, f, sha256, err, sizeof(err)))
 		return 0;
 	return license_of(w, from, sha256, filename, NULL, out, len);
 }
@@ -114,11 +135,12 @@ static int wants_license(const struct conf *c, const struct conf_index *ix)
 
 int license_judge(struct worker *w, int from, const char *sha256,
                   const char *filename, const struct db_file *f,
-                  char *reason, size_t len)
+                  enum license_fetch fetch, char *reason, size_t len)
 {
 	const struct conf_index *ix = &w->conf->index[from];
 	char license[COREMETA_MAX_LICENSE];
-	struct policy_file pf = {.project = f->project, .filename = filename};
+	struct policy_file pf = {.project = f->project, .filename = filename,
+	                         .yanked = f->yanked};
 	struct policy_vuln *vulns = NULL;
 	struct policy_verdict v;
 	struct policy *pols = NULL;
@@ -132,7 +154,8 @@ int license_judge(struct worker *w, int from, const char *sha256,
 	    db_osv_get(w->db, f->project, &vulns, &pf.nvulns))
 		goto out; /* (the page's decision stands) */
 	pf.vulns = vulns;
-	if (known(w, from, sha256, filename, license, sizeof(license)))
+	if (known(w, from, sha256, filename, f, fetch, license,
+	          sizeof(license)))
 		pf.license = license;
 	deny = policy_denied(pols, n, &pf, &v);
 	if (deny)

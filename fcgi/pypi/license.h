@@ -33,16 +33,26 @@ char **license_of_page(struct worker *w, int from,
 /* Frees what license_of_page() made, of n files. */
 void license_free(char **licenses, size_t n);
 
+/* How far license_judge() may go to learn a license larder does not hold
+ * yet. */
+enum license_fetch {
+	LICENSE_LOCAL,      /* only what is stored: a HEAD, an offline index,
+	                       a file the cooldown holds */
+	LICENSE_FETCH_META, /* the file's verified metadata, fetched */
+	LICENSE_FETCH_FILE, /* that, else the whole wheel (a request for it) */
+};
+
 /* What the policies of the cache index at position from decide of the
  * file f (its row, of project f->project) now, its license included when
  * larder knows it: a page rendered before the file's metadata was stored
  * could not tell (for a file not stored yet, its metadata is fetched
- * first). The first denial's reason goes into reason (len bytes).
+ * first, as fetch allows). The first denial's reason goes into reason
+ * (len bytes).
  * Returns 1 (denied), 0 (allowed), or -1 when the index has no license=
  * rule (nothing is looked at: the page's decision stands) or the
  * advisories could not be read. */
 int license_judge(struct worker *w, int from, const char *sha256,
                   const char *filename, const struct db_file *f,
-                  char *reason, size_t len);
+                  enum license_fetch fetch, char *reason, size_t len);
 
 #endif

@@ -351,6 +351,10 @@ static void file_answer(struct worker *w, struct req *r,
 	const char *cache;
 	struct prov_ctx pc;
 	size_t mark;
+	struct cooldown cd;
+	const char *held_by = NULL;
+	time_t now = time(NULL);
+	enum license_fetch fetch;
 	int rc, from, stored, kind, denied;
 
 	from = pypi_find_file(w, rt->index, rt->sha256, rt->filename, &f);
@@ -371,16 +375,33 @@ static void file_answer(struct worker *w, struct req *r,
 		req_error(r, 403, "project is quarantined upstream (PEP 792)");
 		return;
 	}
+	kind = rt->provenance ? PYPI_PROVENANCE : rt->metadata;
+	if (w->conf->index[from].type == CONF_INDEX_CACHE) {
+		/* by the row's upload time, at request time: a file stored
+		 * before a cooldown was set, or a page rendered before, is
+		 * held back all the same (answered below) */
+		cooldown_of(w->conf, &w->conf->index[from], &cd);
+		held_by = cooldown_holds(&cd, f.project, f.upload_time, now,
+					 NULL);
+	}
 	/* what the policies decided when the page was rendered
 	 * (fcgi/pypi/pages.c), while that policy is still the index's; or,
 	 * under a license= rule, decided again now, as larder may know the
 	 * file's license only since (its metadata stored after the page, or
-	 * fetched now): the project's pages are rendered again when the
-	 * decision changed */
-	denied = license_judge(w, from, rt->sha256, rt->filename, &f, err,
-			       sizeof(err));
+	 * fetched now, unless nothing would be fetched for this request):
+	 * the row takes the new decision and the project's pages are
+	 * rendered again */
+	fetch = r->head || held_by || pypi_offline(w, from, err, sizeof(err)) ?
+		LICENSE_LOCAL : kind == 0 ? LICENSE_FETCH_FILE :
+		LICENSE_FETCH_META;
+	denied = license_judge(w, from, rt->sha256, rt->filename, &f, fetch,
+			       err, sizeof(err));
 	if (denied >= 0 && denied != (*f.denied != '\0')) {
-		rc = db_policy_expire(w->db, f.project);
+		rc = db_file_set_denied(w->db, w->conf->index[from].name,
+					rt->sha256, rt->filename,
+					denied ? err : "");
+		if (!rc)
+			rc = db_policy_expire(w->db, f.project);
 		if (rc)
 			log_warn(rc, f.project, "its pages not made stale");
 	} else if (denied < 0) {
@@ -405,28 +426,15 @@ static void file_answer(struct worker *w, struct req *r,
 		metadata_serve(w, r, from, &f, rt->sha256, rt->filename);
 		return;
 	}
-	if (w->conf->index[from].type == CONF_INDEX_CACHE) {
-		struct cooldown cd;
-		const char *held_by;
-		time_t now = time(NULL);
-
-		/* by the row's upload time, at request time: a file stored
-		 * before a cooldown was set, or a page rendered before, is
-		 * held back all the same */
-		cooldown_of(w->conf, &w->conf->index[from], &cd);
-		held_by = cooldown_holds(&cd, f.project, f.upload_time, now,
-					 NULL);
-		if (held_by) {
-			cooldown_reason(&cd, held_by, f.upload_time, now, err,
-					sizeof(err));
-			req_error(r, 403, err);
-			return;
-		}
+	if (held_by) {
+		cooldown_reason(&cd, held_by, f.upload_time, now, err,
+				sizeof(err));
+		req_error(r, 403, err);
+		return;
 	}
 	if (rt->metadata && !rt->provenance &&
 	    metadata_serve_listed(w, r, from, &f, rt->sha256, rt->filename))
 		return;
-	kind = rt->provenance ? PYPI_PROVENANCE : rt->metadata;
 	stored = pypi_file_want(w, from, &f, rt->sha256, kind, &want, &fo,
 			   key, url, sha);
 	pg.index = w->conf->index[from].name;

@@ -178,7 +178,7 @@ def test_project_denied_outright(fe, wheel_dir, new_venv):
 
 
 LICENSE_POLICY = POLICY.replace("deny_vulnerable = yes\n", "").replace(
-    "larder-demo-nometa\n", "larder-demo-nometa, * license=GPL*\n") + """
+    "larder-demo-nometa\n", "larder-demo-nometa, * license=GPL*, * yanked\n") + """
 [index "mitonly"]
 type = cache
 upstream = http://127.0.0.1:{port}/simple/
@@ -191,18 +191,27 @@ default = deny
 """
 LIC10 = "larder_demo_lic-1.0-py3-none-any.whl"
 LIC20 = "larder_demo_lic-2.0-py3-none-any.whl"
+LIC30 = "larder_demo_lic-3.0-py3-none-any.whl"
 
 
 @pytest.fixture
 def fe_license(request, tmp_path_factory):
-    """As fe, with a project whose 1.0 is MIT (a classifier) and whose 2.0
-    is GPL-3.0-only (License-Expression), and a policy that denies GPL."""
+    """As fe, with a project whose 1.0 is MIT (a classifier), whose 2.0
+    is GPL-3.0-only (License-Expression) and whose 3.0 is MIT and yanked,
+    and a policy that denies GPL and yanked files."""
     d = str(tmp_path_factory.mktemp("license-wheels"))
-    wheels.build_wheel(d, "larder-demo-lic", "1.0", extra_meta=[
-        "Classifier: License :: OSI Approved :: MIT License"])
+    mit = ["Classifier: License :: OSI Approved :: MIT License"]
+    wheels.build_wheel(d, "larder-demo-lic", "1.0", extra_meta=mit)
     wheels.build_wheel(d, "larder-demo-lic", "2.0", extra_meta=[
         "License-Expression: GPL-3.0-only"])
+    wheels.build_wheel(d, "larder-demo-lic", "3.0", extra_meta=mit,
+                       yanked="broken")
     yield from front_end(request.param, d, LICENSE_POLICY)
+
+
+def lic_url(fe, route, filename):
+    return fe.base + "/%s/files/%s/%s" % (
+        route, wheels.sha256_file(os.path.join(fe.standin.wheels, filename)), filename)
 
 
 @pytest.mark.parametrize("fe_license", FRONT_ENDS, indirect=True)
@@ -219,8 +228,7 @@ def test_license_denied_once_metadata_is_held(fe_license, new_venv):
     # left out of the page, and let through once its metadata says MIT
     r, names = page(fe, "larder-demo-lic", route="mitonly")
     assert names == [], names
-    got = http(fe.base + "/mitonly/files/%s/%s" % (
-        wheels.sha256_file(os.path.join(fe.standin.wheels, LIC10)), LIC10))
+    got = http(lic_url(fe, "mitonly", LIC10))
     assert got.status == 200, (got, got.body[:300])
     deadline = time.monotonic() + 15  # (nginx keeps the page cache_ttl)
     while not names and time.monotonic() < deadline:
@@ -229,6 +237,10 @@ def test_license_denied_once_metadata_is_held(fe_license, new_venv):
     assert names == [LIC10], names
     r, names = page(fe, "larder-demo-lic")
     assert sorted(names) == [LIC10, LIC20], names  # no metadata held yet
+    # decided again at the request, a file is still judged whole: its
+    # license allows the yanked 3.0, the yanked rule does not
+    got = http(lic_url(fe, "safe", LIC30))
+    assert got.status == 403 and b"deny = * yanked" in got.body, (got, got.body)
     code, out = stackmod.pip_install(new_venv(), fe.url, ["larder-demo-lic"])
     assert code != 0 and "403" in out, out
     wheel = [f for f in r.json()["files"] if f["filename"] == LIC20][0]
@@ -242,7 +254,7 @@ def test_license_denied_once_metadata_is_held(fe_license, new_venv):
         time.sleep(0.5)
         r, names = page(fe, "larder-demo-lic")
     assert names == [LIC10], names
-    assert r.header("X-Larder-Held-Back") == "1", r.headers
+    assert r.header("X-Larder-Held-Back") == "2", r.headers
     venv = new_venv()
     code, out = stackmod.pip_install(venv, fe.url, ["larder-demo-lic"])
     assert code == 0, out
@@ -252,6 +264,30 @@ def test_license_denied_once_metadata_is_held(fe_license, new_venv):
     assert "license: GPL-3.0-only" in out, out
     assert "license: License :: OSI Approved :: MIT License" in out, out
     assert "deny = * license=GPL*: matches: denies" in out, out
+
+
+@pytest.mark.parametrize("fe_license", ["nginx"], indirect=True)
+def test_license_read_from_the_wheel_when_no_metadata_is_vouched_for(fe_license):
+    """An upstream that gives no hash for its .metadata vouches for none:
+    larder does not judge a license by it. A request for the wheel fetches
+    the whole wheel first, reads the license from its verified bytes, and
+    refuses it; the next request decides the same without asking upstream
+    again, and the page leaves it out."""
+    fe = fe_license
+    fe.standin.control(meta_no_hash=True)
+    r, names = page(fe, "larder-demo-lic")
+    assert sorted(names) == [LIC10, LIC20], names
+    for _ in range(2):
+        got = http(lic_url(fe, "safe", LIC20))
+        assert got.status == 403, (got, got.body)
+        assert b'deny = * license=GPL*' in got.body, got.body
+    counts = fe.standin.counters()
+    assert counts["files"].get(LIC20) == 1, counts  # stored, never sent
+    deadline = time.monotonic() + 15  # (nginx keeps the page cache_ttl)
+    while LIC20 in names and time.monotonic() < deadline:
+        time.sleep(0.5)
+        r, names = page(fe, "larder-demo-lic")
+    assert names == [LIC10], names
 
 
 def osv_advisory(path, project, introduced, fixed=None):
