@@ -572,6 +572,19 @@ def shipped_body_directives(path=None):
     return out
 
 
+# conf/nginx.conf's lines that keep a content-addressed answer (a blob, a
+# small file) by its key alone, a range or a conditional request passed on
+NGINX_KEPT_BY_KEY = """\
+fastcgi_ignore_headers Cache-Control Expires;
+            fastcgi_cache_bypass $http_range$http_if_range$http_if_none_match;
+            fastcgi_param HTTP_RANGE $http_range if_not_empty;
+            fastcgi_param HTTP_IF_RANGE $http_if_range if_not_empty;
+            fastcgi_param HTTP_IF_NONE_MATCH $http_if_none_match if_not_empty;
+            fastcgi_no_cache $http_range$http_if_range$http_if_none_match;
+            fastcgi_hide_header X-Larder-Cache;
+            add_header X-Larder-Cache $larder_page_cache;"""
+
+
 def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
                page_cache=True):
     """The nginx.conf for a test stack, as conf/nginx.conf has it: / goes
@@ -691,14 +704,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
             fastcgi_pass larder;
             fastcgi_cache larder_pages;
             fastcgi_cache_key "$request_method|$request_uri";
-            fastcgi_ignore_headers Cache-Control Expires;
-            fastcgi_cache_bypass $http_range$http_if_range$http_if_none_match;
-            fastcgi_param HTTP_RANGE $http_range if_not_empty;
-            fastcgi_param HTTP_IF_RANGE $http_if_range if_not_empty;
-            fastcgi_param HTTP_IF_NONE_MATCH $http_if_none_match if_not_empty;
-            fastcgi_no_cache $http_range$http_if_range$http_if_none_match;
-            fastcgi_hide_header X-Larder-Cache;
-            add_header X-Larder-Cache $larder_page_cache;
+            {kept_by_key}
         }}
 
         # conf/nginx.conf's small files, kept like pages
@@ -711,14 +717,7 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
             fastcgi_pass larder;
             fastcgi_cache larder_pages;
             fastcgi_cache_key "$request_uri";
-            fastcgi_ignore_headers Cache-Control Expires;
-            fastcgi_cache_bypass $http_range$http_if_range$http_if_none_match;
-            fastcgi_param HTTP_RANGE $http_range if_not_empty;
-            fastcgi_param HTTP_IF_RANGE $http_if_range if_not_empty;
-            fastcgi_param HTTP_IF_NONE_MATCH $http_if_none_match if_not_empty;
-            fastcgi_no_cache $http_range$http_if_range$http_if_none_match;
-            fastcgi_hide_header X-Larder-Cache;
-            add_header X-Larder-Cache $larder_page_cache;
+            {kept_by_key}
         }}
 
         # uploads: up to a hosted index's max_upload_size, streamed to
@@ -733,7 +732,8 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
             fastcgi_request_buffering off;
         }}
     }}""".format(port=port, server=server, keep="on" if keep_conn else "off",
-                 prefix=prefix, data_dir=data_dir.rstrip("/")), workers)
+                 prefix=prefix, data_dir=data_dir.rstrip("/"),
+                 kept_by_key=NGINX_KEPT_BY_KEY), workers)
     if not page_cache:
         # (the files' location, after the pages', loses its cache too)
         head, sep, pages = text.partition('location ~ "^/(?!v2/).*/simple/"')

@@ -590,13 +590,9 @@ def _peer_ports(port):
     return seen
 
 
-def test_small_warm_files_keep_the_fastcgi_connection(tmp_path, wheel_dir):
-    """nginx ends its upstream request at an X-Accel-Redirect before it
-    reads the FCGI_END_REQUEST, and so never keeps that connection: 20
-    warm files and .metadata of a few KB, one after another, cost 20 new
-    connections to larder when each is an X-Accel-Redirect. larder sends
-    a small file itself, and nginx keeps its connection (a handful at
-    most, for all 20)."""
+def _small_dists_stack(tmp_path, wheel_dir):
+    """The stand-in's dists that have .metadata (each a few KB), and a
+    started nginx stack over them; skips where the stack cannot run."""
     reason = stackmod.missing_reason()
     if reason:
         pytest.skip(reason)
@@ -605,6 +601,16 @@ def test_small_warm_files_keep_the_fastcgi_connection(tmp_path, wheel_dir):
     assert dists and all(d.size < 8192 for d in dists), [d.size for d in dists]
     st = stackmod.Stack(str(tmp_path / "stack"), wheel_dir, workers=2)
     st.start()
+    return dists, st
+
+def test_small_warm_files_keep_the_fastcgi_connection(tmp_path, wheel_dir):
+    """nginx ends its upstream request at an X-Accel-Redirect before it
+    reads the FCGI_END_REQUEST, and so never keeps that connection: 20
+    warm files and .metadata of a few KB, one after another, cost 20 new
+    connections to larder when each is an X-Accel-Redirect. larder sends
+    a small file itself, and nginx keeps its connection (a handful at
+    most, for all 20)."""
+    dists, st = _small_dists_stack(tmp_path, wheel_dir)
     try:
         urls = []
         for d in dists:
@@ -640,14 +646,7 @@ def test_nginx_keeps_small_warm_files(tmp_path, wheel_dir):
     that listed it is fresh. A HEAD first never fills the GET's entry
     with an empty body; a range and an If-None-Match still reach larder
     (206, 416, 304)."""
-    reason = stackmod.missing_reason()
-    if reason:
-        pytest.skip(reason)
-    import wheels
-    dists = [d for d in wheels.load_dists(wheel_dir).values() if d.metadata]
-    assert dists and all(d.size < 8192 for d in dists), [d.size for d in dists]
-    st = stackmod.Stack(str(tmp_path / "stack"), wheel_dir, workers=2)
-    st.start()
+    dists, st = _small_dists_stack(tmp_path, wheel_dir)
     try:
         d = dists[0]
         base = "/root/pypi/files/%s/%s" % (d.sha256, d.filename)
