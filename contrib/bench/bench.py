@@ -118,6 +118,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import urllib.request
 import time
 from urllib.parse import urljoin, urlsplit
 
@@ -716,10 +717,13 @@ class Bench:
                         with Meter(p) as m:
                             wall, bad = self.pips(p, n, "%s-%s-%s" % (name, pname, case))
                         most = upstream_max_gets(c0, self.upstream.counters())
-                        self.res.add(name, pname, case, wall, m, errors=bad, extra={
+                        extra = {
                             "wall_s": wall, "upstream_max_gets_per_file": most["files"],
                             "upstream_max_gets_per_page": most["pages"],
-                            "upstream_max_gets_per_metadata": most["metadata"]})
+                            "upstream_max_gets_per_metadata": most["metadata"]}
+                        if isinstance(p, partymod.Larder) and case == "cold":
+                            extra.update(prefetch_counts(p))
+                        self.res.add(name, pname, case, wall, m, errors=bad, extra=extra)
                         log("%s round %d %-18s %-4s %7.2f s  cpu %.2f s  upstream GETs per "
                             "page <= %d, per file <= %d%s" % (
                                 name, rnd + 1, pname, case, wall, m.cpu_s, most["pages"],
@@ -1517,10 +1521,25 @@ class Bench:
         v = ratio("install", "larder-nginx", "direct", "cold")
         pc = ratio("install", "nginx-proxy-cache", "direct", "cold")
         goal("Cold install: larder behind nginx / direct", v,
-             "<= 1.0, below nginx proxy_cache's",
-             v is not None and v <= 1.0 and (pc is None or v < pc),
+             "<= 0.85, below nginx proxy_cache's",
+             v is not None and v <= 0.85 and (pc is None or v < pc),
              "nginx proxy_cache / direct: %s" % ("%.3g" % pc if pc is not None
                                                  else "not measured"))
+        pip = pip_version(getattr(self, "template", None))
+        goal("Cold install with pip %s (Debian 12's): larder behind nginx / direct"
+             % (pip or "?"), v, "<= 0.9", v is not None and v <= 0.9,
+             "the figure above: the installs run this pip, the newest this offline "
+             "machine has")
+        ex = r.extras("install", "larder-nginx", "cold")
+        pre = [e for e in ex if "prefetched" in e]
+        made = sum(e["prefetched"] for e in pre)
+        used = sum(e["prefetch_used"] for e in pre)
+        goal("Pages prefetched during the cold installs, larder behind nginx: not asked "
+             "for by the end of the install / prefetched", (made - used) / made
+             if made else None, "reported", True if pre else None,
+             "%d pages prefetched over %d cold installs, %d of them then asked for; the "
+             "status page counts those unasked for 10 minutes on" % (made, len(pre), used)
+             if pre else "larder's /metrics said nothing of prefetches")
         v = ratio("install", "larder-nginx", "direct", "warm")
         goal("Warm install: larder behind nginx / direct", v, "<= 1.0",
              v is not None and v <= 1.0)
@@ -1638,6 +1657,35 @@ class Bench:
         goal("Largest larder worker's RSS during the swarm (MiB)", v, "< 16",
              v is not None and v < 16)
         return g
+
+
+def prefetch_counts(p):
+    """What larder party p's /metrics says of its page prefetches so far:
+    {"prefetched": pages, "prefetch_used": pages a client then asked for};
+    {} when it says nothing of them."""
+    base = p.index_url.split("/root/pypi/")[0]
+    try:
+        with urllib.request.urlopen(base + "/metrics", timeout=30) as f:
+            text = f.read().decode()
+    except (OSError, ValueError):
+        return {}
+    got = dict(re.findall(r"^larder_(prefetch_pages_total|prefetch_used_total) (\d+)$",
+                          text, re.M))
+    if len(got) != 2:
+        return {}
+    return {"prefetched": int(got["prefetch_pages_total"]),
+            "prefetch_used": int(got["prefetch_used_total"])}
+
+
+def pip_version(venv):
+    """The version of the pip venv has (the installs' template), or None."""
+    try:
+        out = subprocess.run([os.path.join(venv, "bin", "pip"), "--version"],
+                             capture_output=True, text=True, timeout=60).stdout
+    except (OSError, TypeError):
+        return None
+    m = re.match(r"pip (\S+)", out)
+    return m.group(1) if m else None
 
 
 def machine():
