@@ -1026,15 +1026,15 @@ class OciBench:
 
     # -- oci-pull
 
-    def measure_pulls(self, workload, p, case, refs, rnd, at_once):
-        """One timed set of pulls of refs through p, recorded as case."""
+    def measure_pulls(self, workload, p, case, rnd, pull):
+        """One timed pull(tag) through p, recorded as case: pull is one of
+        pulls(), pulls_in_turn() and light_pulls() with its images bound,
+        returning (wall, failures) and leaving its clients' CPU in
+        self.client_cpu."""
         mark = self.upstream.mark()
         up_cpu = self.upstream.cpu()
         with self.h.Meter(p) as m:
-            if at_once:
-                wall, bad = self.pulls(p, refs, "%s-%s" % (workload, case))
-            else:
-                wall, bad = self.pulls_in_turn(p, refs, "%s-%s" % (workload, case))
+            wall, bad = pull("%s-%s" % (workload, case))
         up = self.upstream.since(mark).summary()
         extra = dict(up, wall_s=wall, client_cpu_s=self.client_cpu,
                      upstream_cpu_s=self.upstream.cpu() - up_cpu)
@@ -1047,21 +1047,17 @@ class OciBench:
                        up["requests"], up["bytes"] / MB, up["max_gets_per_blob"],
                        up["max_requests_per_manifest"], up["by_kind"]))
 
-    def measure_light(self, p, imgs, rnd):
-        """One timed light_pull() of imgs through p, recorded as oci-pull's
-        warm-light case."""
-        mark = self.upstream.mark()
-        with self.h.Meter(p) as m:
-            t0 = time.monotonic()
-            bad = light_pull(p, imgs)
-            wall = time.monotonic() - t0
+    def light_pulls(self, p, imgs, tag):
+        """light_pull() of imgs through p, as pulls_in_turn() returns: (wall,
+        failures); the client's CPU is this process's."""
+        cpu = time.process_time()
+        t0 = time.monotonic()
+        bad = light_pull(p, imgs)
+        wall = time.monotonic() - t0
+        self.client_cpu = time.process_time() - cpu
         for why in bad:
-            self.pull_failed(p, "%s warm-light: %s" % (p.name, why))
-        up = self.upstream.since(mark).summary()
-        self.res.add("oci-pull", p.name, "warm-light", wall, m if m.first else None,
-                     errors=len(bad), extra=dict(up, wall_s=wall, client_cpu_s=0.0))
-        self.h.log("oci-pull round %d %-14s %-16s %6.3f s  upstream %d requests" % (
-            rnd + 1, p.name, "warm-light", wall, up["requests"]))
+            self.pull_failed(p, "%s %s: %s" % (p.name, tag, why))
+        return wall, len(bad)
 
     def pull_notes(self, workload, names, cases):
         """A note per party and case: what it cost the upstream and the
@@ -1105,9 +1101,11 @@ class OciBench:
                 try:
                     refs = [(p.source(i["name"]), i) for i in imgs]
                     for case in ("cold", "warm"):
-                        self.measure_pulls("oci-pull", p, case, refs, rnd, False)
+                        self.measure_pulls("oci-pull", p, case, rnd,
+                                           lambda tag: self.pulls_in_turn(p, refs, tag))
                     if pname != "oci-layout":  # (no registry to ask)
-                        self.measure_light(p, imgs, rnd)
+                        self.measure_pulls("oci-pull", p, "warm-light", rnd,
+                                           lambda tag: self.light_pulls(p, imgs, tag))
                 finally:
                     self.b.done(p)
         self.pull_notes("oci-pull", names, ["cold", "warm"])
@@ -1204,9 +1202,10 @@ class OciBench:
                     p = self.fresh(pname)
                     try:
                         for case in cases:
-                            n = 1 if case == "1-client-cold" else FLEET
-                            self.measure_pulls("oci-fleet", p, case,
-                                               [(p.source(FLEET_IMAGE), img)] * n, rnd, True)
+                            refs = [(p.source(FLEET_IMAGE), img)] * (
+                                1 if case == "1-client-cold" else FLEET)
+                            self.measure_pulls("oci-fleet", p, case, rnd,
+                                               lambda tag: self.pulls(p, refs, tag))
                     finally:
                         self.b.done(p)
         self.pull_notes("oci-fleet", names, ["1-client-cold", cold, warm])

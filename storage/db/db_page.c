@@ -185,14 +185,26 @@ int db_page_delete(struct db *db, const char *index, const char *project)
 	return db_run(db, st, "page delete");
 }
 
-int db_file_put(struct db *db, const char *index, const char *sha256,
-		const char *filename, const struct db_file *f)
+/* Statement which of the files table with its row's key (?1 the index,
+ * ?2 the sha256, ?3 the filename) bound. */
+static sqlite3_stmt *file_stmt(struct db *db, enum db_stmt which,
+			       const char *index, const char *sha256,
+			       const char *filename)
 {
-	sqlite3_stmt *st = db_stmt(db, S_FILE_PUT);
+	sqlite3_stmt *st = db_stmt(db, which);
 
 	BIND_TEXT(st, 1, index);
 	BIND_TEXT(st, 2, sha256);
 	BIND_TEXT(st, 3, filename);
+	return st;
+}
+
+int db_file_put(struct db *db, const char *index, const char *sha256,
+		const char *filename, const struct db_file *f)
+{
+	sqlite3_stmt *st = file_stmt(db, S_FILE_PUT, index, sha256,
+				      filename);
+
 	BIND_TEXT(st, 4, f->url);
 	sqlite3_bind_int64(st, 5, f->size);
 	sqlite3_bind_int(st, 6, f->has_meta);
@@ -208,12 +220,10 @@ int db_file_put(struct db *db, const char *index, const char *sha256,
 int db_file_get(struct db *db, const char *index, const char *sha256,
 		const char *filename, struct db_file *f)
 {
-	sqlite3_stmt *st = db_stmt(db, S_FILE_GET);
+	sqlite3_stmt *st = file_stmt(db, S_FILE_GET, index, sha256,
+				      filename);
 	int err;
 
-	BIND_TEXT(st, 1, index);
-	BIND_TEXT(st, 2, sha256);
-	BIND_TEXT(st, 3, filename);
 	err = db_row(db, st, "file get");
 	if (err)
 		return err;
@@ -235,11 +245,9 @@ int db_file_get(struct db *db, const char *index, const char *sha256,
 int db_file_set_denied(struct db *db, const char *index, const char *sha256,
 		       const char *filename, const char *denied)
 {
-	sqlite3_stmt *st = db_stmt(db, S_FILE_SET_DENIED);
+	sqlite3_stmt *st = file_stmt(db, S_FILE_SET_DENIED, index, sha256,
+				      filename);
 
-	BIND_TEXT(st, 1, index);
-	BIND_TEXT(st, 2, sha256);
-	BIND_TEXT(st, 3, filename);
 	BIND_TEXT(st, 4, denied);
 	return db_run(db, st, "file set denied");
 }
@@ -247,11 +255,9 @@ int db_file_set_denied(struct db *db, const char *index, const char *sha256,
 int db_file_delete(struct db *db, const char *index, const char *sha256,
 		   const char *filename)
 {
-	sqlite3_stmt *st = db_stmt(db, S_FILE_DELETE);
+	sqlite3_stmt *st = file_stmt(db, S_FILE_DELETE, index, sha256,
+				      filename);
 
-	BIND_TEXT(st, 1, index);
-	BIND_TEXT(st, 2, sha256);
-	BIND_TEXT(st, 3, filename);
 	return db_run(db, st, "file delete");
 }
 
