@@ -399,14 +399,17 @@ static void walk_top(struct walk *w, const char *dir, const char *name)
 		each_entry(w, sub, walk_leaf);
 }
 
-/* Adds the rows of the files found, BATCH to a write transaction: the
- * file is looked at again under the lock (a collector unlinks under it),
- * so no row is added for a blob deleted since the walk. */
+/* Adds the rows of the files found, BATCH to a write transaction with a
+ * pause between two for the workers waiting: the file is looked at again
+ * under the lock (a collector unlinks under it), so no row is added for a
+ * blob deleted since the walk. */
 static int add_rows(struct db *db, const struct walk *w, long *added)
 {
 	int err = 0;
 
 	for (size_t i = 0; i < w->nadds && !err; i += BATCH) {
+		if (i)
+			db_pause();
 		err = db_begin(db);
 		for (size_t j = i; j < w->nadds && j < i + BATCH && !err;
 		     j++) {
@@ -431,7 +434,7 @@ static int add_rows(struct db *db, const struct walk *w, long *added)
 static int drop_rows(struct db *db, const struct walk *w, int dry_run,
                      long *dropped)
 {
-	size_t i = 0, j;
+	size_t i = 0, j, batches = 0;
 	int err = 0;
 
 	while (i < w->n && !err) {
@@ -439,6 +442,8 @@ static int drop_rows(struct db *db, const struct walk *w, int dry_run,
 			i++;
 			continue;
 		}
+		if (batches++ && !dry_run)
+			db_pause();
 		err = dry_run ? 0 : db_begin(db);
 		for (j = 0; i < w->n && j < BATCH && !err; i++) {
 			if (w->rows[i].seen)

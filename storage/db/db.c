@@ -746,6 +746,11 @@ int db_commit(struct db *db)
 	return db_run(db, db_stmt(db, S_COMMIT), "commit");
 }
 
+void db_pause(void)
+{
+	usleep(2 * DB_BUSY_STEP_US);
+}
+
 void db_rollback(struct db *db)
 {
 	if (!sqlite3_get_autocommit(db->conn))

@@ -152,6 +152,13 @@ int db_begin(struct db *db);
 int db_commit(struct db *db);
 void db_rollback(struct db *db);
 
+/* Between two write transactions of a long run of them: sleeps past a
+ * waiting writer's longest step (DB_BUSY_STEP_US), so a worker waiting for
+ * the lock takes it, instead of meeting the next transaction of the run
+ * again and again (a run of batches taken back to back holds the lock,
+ * for a poller, as long as one transaction for the whole run). */
+void db_pause(void);
+
 /* Records that index listed (sha256, filename) as f says. Call inside
  * db_begin()/db_commit() when adding many. Returns 0 or EIO. */
 int db_file_put(struct db *db, const char *index, const char *sha256,
