@@ -38,8 +38,9 @@ static void pull_manifest(struct worker *w, struct req *r,
 	/* nginx keeps a manifest by digest under its URL whatever the
 	 * method (conf/nginx.conf): never a HEAD's answer, which has no
 	 * body, for the GETs after it; a GET's only as the Cache-Control
-	 * allows (not a private registry's) */
-	if (r->head)
+	 * allows (not a private registry's). Never one by tag: a push
+	 * moves it at once. */
+	if (r->head || !rt->by_digest)
 		req_header(r, "X-Accel-Expires", "0");
 	/* ... and by digest for cache_ttl at most, not the year the client
 	 * may keep it: a policy added by a reload denies it that soon */

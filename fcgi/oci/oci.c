@@ -107,14 +107,26 @@ static int read_blob(struct worker *w, const char *sha, size_t max,
 	return blob_read(w->conf->data_dir, sha, b);
 }
 
+/* How send_row answers: a row by digest (immutable), with its
+ * Docker-Content-Digest, and whether an nginx in front may keep the answer
+ * for every client (not when it hangs on this client's Accept lines, which
+ * nginx 1.22 cannot key on whole). */
+enum {
+	ROW_BY_DIGEST = 1,
+	ROW_DIGEST = 2,
+	ROW_SHARED = 4,
+};
+
 /* Sends the stored body a row names. A by-digest row never changes; any
  * other is fresh until its row goes stale, which an nginx in front that
  * keeps these answers (conf/nginx.conf, LARDER_PAGE_CACHE) is told. */
 static void send_row(struct worker *w, struct req *r,
                      const struct conf_registry *reg,
-                     const struct db_oci_ref *row, int by_digest, int digest)
+                     const struct db_oci_ref *row, int how)
 {
 	const char *cache = req_env(r, "LARDER_PAGE_CACHE");
+	const char *hk = req_env(r, "LARDER_HEAD_KEYED");
+	int by_digest = how & ROW_BY_DIGEST;
 	struct send_opts o = {.content_type = row->media_type,
 	                      .inline_under = SMALL_BODY};
 
@@ -126,9 +138,16 @@ static void send_row(struct worker *w, struct req *r,
 	                        row->fetched_at + row->ttl;
 	if (o.expires <= time(NULL))
 		o.expires = 1; /* stale: a date in the past */
-	/* (a HEAD's answer is never nginx's to keep: send_blob) */
+	if (!(how & ROW_SHARED))
+		o.expires = 0; /* (this client's: no-cache says it all) */
 	o.inline_body = o.front_cache = cache && strcmp(cache, "1") == 0;
-	if (digest)
+	/* a stale one whole: nginx revalidating its copy would keep its own
+	 * headers from a 304 (X-Larder-Cache: STALE among them) */
+	o.whole = r->cache && strcmp(r->cache, "STALE") == 0;
+	/* a HEAD's answer only where the web server's key holds the method
+	 * (another location's cache would hand the empty answer to a GET) */
+	o.front_head = hk && strcmp(hk, "1") == 0;
+	if (how & ROW_DIGEST)
 		req_header(r, "Docker-Content-Digest", "sha256:%s",
 		           row->sha256);
 	if (send_blob(w, r, row->sha256, &o))
@@ -177,7 +196,7 @@ static void manifest_for(struct worker *w, struct req *r, struct oci_ctx *x,
 	struct oci_manifest m;
 	enum oci_media media;
 	struct buf body;
-	int rc, i;
+	int rc, i, is_index;
 
 	if (x->rt.by_digest && strncmp(x->rt.ref, "sha256:", 7) != 0) {
 		oci_fail(r, 400, "UNSUPPORTED", "only sha256 digests are cached");
@@ -190,11 +209,17 @@ static void manifest_for(struct worker *w, struct req *r, struct oci_ctx *x,
 	/* a digest names these bytes and no others; a tag may stand for
 	 * the child a client can take */
 	media = oci_media_of(row.media_type);
-	if (x->rt.by_digest ||
-	    (media != OCI_MEDIA_IMAGE_INDEX &&
-	     media != OCI_MEDIA_DOCKER_LIST) ||
-	    oci_media_accepted(client, media)) {
-		send_row(w, r, x->reg, &row, x->rt.by_digest, 1);
+	is_index = media == OCI_MEDIA_IMAGE_INDEX ||
+	           media == OCI_MEDIA_DOCKER_LIST;
+	if (x->rt.by_digest || !is_index || oci_media_accepted(client, media)) {
+		/* by tag, the same for every client unless it is an index
+		 * (which another client may not take) or a virtual
+		 * registry's (a push to its hosted layer moves the name
+		 * there at once) */
+		send_row(w, r, x->reg, &row,
+		         (x->rt.by_digest ? ROW_BY_DIGEST | ROW_SHARED : 0) |
+		         (!is_index && x->named_ri == x->ri ? ROW_SHARED : 0) |
+		         ROW_DIGEST);
 		return;
 	}
 	/* a client that cannot take an index gets linux/amd64 */
@@ -218,7 +243,7 @@ static void manifest_for(struct worker *w, struct req *r, struct oci_ctx *x,
 		return;
 	}
 	if (!get_manifest(w, r, x, child, 1, accept, &row))
-		send_row(w, r, x->reg, &row, 0, 1);
+		send_row(w, r, x->reg, &row, ROW_DIGEST); /* this client's */
 }
 
 static void manifest(struct worker *w, struct req *r, struct oci_ctx *x)
@@ -302,8 +327,9 @@ static void tags(struct worker *w, struct req *r, struct oci_ctx *x)
 	if (n >= 0 || *last || oci_gate_any(w, x->named_ri) ||
 	    oci_gate_any(w, x->ri))
 		tags_page(w, r, x, &row, last, n);
-	else
-		send_row(w, r, x->reg, &row, 0, 0);
+	else /* (a virtual registry's moves at a push, as a tag does) */
+		send_row(w, r, x->reg, &row,
+		         x->named_ri == x->ri ? ROW_SHARED : 0);
 }
 
 static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
@@ -348,7 +374,7 @@ static void referrers(struct worker *w, struct req *r, struct oci_ctx *x)
 	}
 	if (*type) /* larder applies it, whatever the upstream did */
 		req_header(r, "OCI-Filters-Applied", "artifactType");
-	send_row(w, r, x->reg, &row, 0, 0);
+	send_row(w, r, x->reg, &row, ROW_SHARED);
 }
 
 /* Asks the upstream (a HEAD) whether the repository holds blob hex, and

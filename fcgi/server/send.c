@@ -250,6 +250,32 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	if (blob_path(c->data_dir, sha256, path, sizeof(path)) ||
 	    stat(path, &st) < 0)
 		return ENOENT;
+	/* the gzip'd copy when the client takes it and the page has one (a
+	 * page whose gzip is no smaller has none) */
+	takes_gz = o->gzip && accept_gzip(req_env(r, "HTTP_ACCEPT_ENCODING"));
+	gz = takes_gz && blob_gz_size(c->data_dir, sha256) >= 0;
+	/* nginx keeps an answer under its URL whatever the method: never a
+	 * HEAD's, which has no body, for the GETs after it (unless the key
+	 * holds the method: front_head); never one that needed a token (it
+	 * would hand it to anyone); never one with no expiry (the caller's
+	 * answer to this client alone); never a page sent plain to a client
+	 * that takes gzip, as its copy may be on its way (a cold page's
+	 * copies are made after its answer, by the worker that fetched it:
+	 * any worker may be the one asked meanwhile). Said before
+	 * Cache-Control: nginx 1.22 heeds the first of the two it reads,
+	 * and a "no-cache" read first keeps nothing. */
+	if (o->front_cache &&
+	    (r->private_index || (r->head && !o->front_head) ||
+	     (takes_gz && !gz) || !o->expires)) {
+		req_header(r, "X-Accel-Expires", "0");
+	} else if (o->expires && o->front_cache) {
+		long long last = o->expires - 1; /* the last second fresh */
+
+		if (last >= (long long)time(NULL))
+			req_header(r, "X-Accel-Expires", "@%lld", last);
+		else
+			req_header(r, "X-Accel-Expires", "0");
+	}
 	if (o->content_type)
 		req_header(r, "Content-Type", "%s", o->content_type);
 	/* an answer that needed a token is the client's alone: no shared
@@ -261,27 +287,6 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 		req_header(r, "Cache-Control", "%s", cc);
 	if (o->expires)
 		req_header_date(r, "Expires", o->expires);
-	/* the gzip'd copy when the client takes it and the page has one (a
-	 * page whose gzip is no smaller has none) */
-	takes_gz = o->gzip && accept_gzip(req_env(r, "HTTP_ACCEPT_ENCODING"));
-	gz = takes_gz && blob_gz_size(c->data_dir, sha256) >= 0;
-	/* nginx keeps an answer under its URL whatever the method: never a
-	 * HEAD's, which has no body, for the GETs after it; never one that
-	 * needed a token (it would hand it to anyone); never a page sent
-	 * plain to a client that takes gzip, as its copy may be on its way
-	 * (a cold page's copies are made after its answer, by the worker
-	 * that fetched it: any worker may be the one asked meanwhile) */
-	if (o->front_cache &&
-	    (r->private_index || r->head || (takes_gz && !gz))) {
-		req_header(r, "X-Accel-Expires", "0");
-	} else if (o->expires && o->front_cache) {
-		long long last = o->expires - 1; /* the last second fresh */
-
-		if (last >= (long long)time(NULL))
-			req_header(r, "X-Accel-Expires", "@%lld", last);
-		else
-			req_header(r, "X-Accel-Expires", "0");
-	}
 	if (o->gzip)
 		req_header(r, "Vary", o->vary_accept ? "Accept, Accept-Encoding" :
 						       "Accept-Encoding");

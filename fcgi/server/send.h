@@ -28,7 +28,7 @@ struct send_opts {
 	long long expires;          /* unix seconds for Expires, 0: none */
 	int front_cache;            /* and X-Accel-Expires for nginx's cache,
 	                               which keeps an answer through the
-	                               second its expiry names */
+	                               second its expiry names (none: 0) */
 	int vary_accept;            /* add Vary: Accept */
 	int gzip;                   /* a page: its gzip'd copy (storage/
 	                               blob.h) goes, Content-Encoding: gzip,
@@ -57,11 +57,12 @@ struct send_opts {
 	                               says X-Accel-Expires 0 */
 	long long front_until;      /* the last unix second nginx may keep it
 	                               (0: not at all) */
-	int front_head;             /* with front_small, a HEAD's answer is
-	                               kept too: only where the web server
-	                               keys a HEAD apart from a GET (a
-	                               registry's blob behind conf/nginx.conf,
-	                               which says LARDER_HEAD_KEYED) */
+	int front_head;             /* with front_small or front_cache, a
+	                               HEAD's answer is kept too: only where
+	                               the web server keys a HEAD apart from
+	                               a GET (a registry's blob or manifest
+	                               by tag behind conf/nginx.conf, which
+	                               says LARDER_HEAD_KEYED) */
 	long long inline_under;     /* a HEAD, or a body of fewer bytes than
 	                               this, is sent by larder itself: nginx
 	                               closes its FastCGI connection after

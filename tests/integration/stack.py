@@ -675,6 +675,26 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
             client_max_body_size 1g;
         }}
 
+        # conf/nginx.conf's manifests by tag: a HEAD kept apart from a GET
+        location ~ "^/v2/.+/manifests/[^/]+$" {{
+            include /etc/nginx/fastcgi_params;
+            fastcgi_param SCRIPT_NAME "";
+            fastcgi_param PATH_INFO "";
+            fastcgi_param LARDER_PAGE_CACHE 1;
+            fastcgi_param LARDER_HEAD_KEYED 1;
+            fastcgi_keep_conn {keep};
+            fastcgi_pass larder;
+            fastcgi_cache larder_pages;
+            fastcgi_cache_key "$request_method|$request_uri";
+            fastcgi_cache_revalidate on;
+            fastcgi_buffer_size 16k;
+            fastcgi_buffers 8 16k;
+            fastcgi_busy_buffers_size 32k;
+            fastcgi_hide_header X-Larder-Cache;
+            add_header X-Larder-Cache $larder_page_cache;
+            client_max_body_size 1g;
+        }}
+
         location ~ "^/(?!v2/).*/simple/" {{
             include /etc/nginx/fastcgi_params;
             fastcgi_param SCRIPT_NAME "";

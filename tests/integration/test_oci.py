@@ -486,12 +486,49 @@ def test_blob_head_kept_by_nginx(oci, upstream):
     assert len(heads) == 1, heads
 
 
+def test_tag_kept_by_nginx(oci, upstream):
+    """A warm manifest by tag that is the same for every client (a plain
+    manifest, of a cache registry) is kept by nginx while larder's tag is
+    fresh (conf/nginx.conf): the GETs and HEADs after the first of each
+    cost larder nothing, and a HEAD's kept answer never answers a GET. A
+    tag that names an index is not kept: a client that cannot take one
+    gets a child, whatever the client before it got."""
+    p = upstream.pushed["small"]
+    path = oci.path("small", "manifests", "1.0")
+
+    def seen(method, path):
+        return len([l for l in oci.larder.log_lines() if " %s %s " % (method, path) in l])
+
+    before = {m: seen(m, path) for m in ("GET", "HEAD")}
+    for _ in range(3):
+        h = oci.get(path, headers=ACCEPT, method="HEAD")
+        assert h.status == 200 and h.body == b"", h
+        assert h.header("Docker-Content-Digest") == p.digest, h.headers
+        r = oci.get(path, headers=ACCEPT)
+        assert r.status == 200 and r.body == p.manifest, r
+        assert r.header("Docker-Content-Digest") == p.digest, r.headers
+    time.sleep(0.3)  # (each log line is written after its answer)
+    for method in ("GET", "HEAD"):
+        # (none when an earlier test's request is still kept)
+        assert seen(method, path) - before[method] <= 1, (method, oci.larder.log_text()[-2000:])
+    multi = upstream.pushed["multi"]
+    amd64 = next(c for c in multi.children if c.platform["architecture"] == "amd64")
+    path = oci.path("multi", "manifests", "1.0")
+    before = seen("GET", path)
+    for accept, want in ((ACCEPT_ALL, multi), (DOCKER_MANIFEST, amd64), (ACCEPT_ALL, multi)):
+        r = oci.get(path, accept=accept)
+        assert r.status == 200 and r.body == want.manifest, (accept, r)
+    time.sleep(0.3)
+    assert seen("GET", path) - before == 3, oci.larder.log_text()[-2000:]
+
+
 def test_repo_named_like_a_pypi_route(oci, upstream):
     """A repository whose name holds "/simple/" or "/files/" is a registry's
     all the same: nginx's pages location, which keys no method, must not
     take its blobs (a warm blob's HEAD, its empty answer kept for the GETs
     after it; a cold one's GET kept for the year its Cache-Control says)
-    nor its manifests by tag (kept under the first Accept line alone)."""
+    nor its manifests by tag (an index's answer kept under the first
+    Accept line alone, and handed to a client that cannot take one)."""
     config = b'{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}'
     # (the blob made warm under a plain name: larder keeps it by digest)
     cfg = upstream.client.put_blob("plain", config)
@@ -504,17 +541,28 @@ def test_repo_named_like_a_pypi_route(oci, upstream):
             "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
                        "digest": cfg, "size": len(config)},
             "layers": []}).encode()
-        upstream.client.put_manifest(repo, "latest", manifest, OCI_MANIFEST)
+        child = upstream.client.put_manifest(repo, "amd64", manifest, OCI_MANIFEST)
+        index = json.dumps({
+            "schemaVersion": 2, "mediaType": OCI_INDEX,
+            "manifests": [{"mediaType": OCI_MANIFEST, "digest": child,
+                           "size": len(manifest),
+                           "platform": {"architecture": "amd64", "os": "linux"}}]}).encode()
+        upstream.client.put_manifest(repo, "latest", index, OCI_INDEX)
         path = oci.path(repo, "blobs", cfg)
         h = oci.get(path, method="HEAD")
         assert h.status == 200 and h.body == b"", h
         for _ in range(2):
             r = oci.get(path)
             assert r.status == 200 and r.body == config, (repo, r, r.headers)
+        # the same first Accept line, and a second that takes the index
         tag = oci.path(repo, "manifests", "latest")
-        for _ in range(3):
-            r = oci.get(tag, headers=ACCEPT)
-            assert r.status == 200 and r.body == manifest, (repo, r)
+        for lines, want in (((OCI_MANIFEST, OCI_INDEX), index), ((OCI_MANIFEST,), manifest),
+                            ((OCI_MANIFEST, OCI_INDEX), index)):
+            headers = {"Accept": lines[0]}
+            if len(lines) > 1:
+                headers["accept"] = lines[1]
+            r = raw_request(oci.nginx.port, tag, headers=headers)
+            assert r.status == 200 and r.body == want, (repo, lines, r)
         time.sleep(0.3)  # (each log line is written after its answer)
         gets = [l for l in oci.larder.log_lines() if " GET " + tag + " " in l]
         assert len(gets) == 3, (repo, gets)
