@@ -543,7 +543,9 @@ static int release_cmp(const unsigned long *a, size_t na,
 	return 0;
 }
 
-int simple_likely_metadata(const struct simple_page *p)
+/* The universal wheel of the highest final release, not yanked, with its
+ * metadata advertised when need_meta; -1 when none. */
+static int likely(const struct simple_page *p, int need_meta)
 {
 	unsigned long best[RELEASE_MAX], rel[RELEASE_MAX];
 	size_t nbest = 0, n;
@@ -552,7 +554,8 @@ int simple_likely_metadata(const struct simple_page *p)
 	for (size_t i = 0; i < p->nfiles && i < INT_MAX; i++) {
 		const struct simple_file *f = &p->files[i];
 
-		if (f->yanked || !f->core_metadata || !f->filename)
+		if (f->yanked || (need_meta && !f->core_metadata) ||
+		    !f->filename)
 			continue;
 		n = universal_release(f->filename, rel);
 		if (!n || (at >= 0 && release_cmp(rel, n, best, nbest) <= 0))
@@ -562,6 +565,16 @@ int simple_likely_metadata(const struct simple_page *p)
 		at = (int)i;
 	}
 	return at;
+}
+
+int simple_likely_metadata(const struct simple_page *p)
+{
+	return likely(p, 1);
+}
+
+int simple_likely_wheel(const struct simple_page *p)
+{
+	return likely(p, 0);
 }
 
 /* The version in file name fn of project (NULL when unknown) into out:

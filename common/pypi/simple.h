@@ -175,6 +175,12 @@ void simple_status_apply(struct simple_page *p);
  * is none (a project of platform wheels or sdists only). */
 int simple_likely_metadata(const struct simple_page *p);
 
+/* The file an installer most likely downloads after reading page p, as
+ * simple_likely_metadata() picks it but whether or not its metadata is
+ * advertised (pip before 23.1 downloads the wheel to read it). Returns
+ * its position in p->files, or -1. */
+int simple_likely_wheel(const struct simple_page *p);
+
 /* Gives a project page that has no versions list (an HTML page, or a
  * JSON one below 1.1) the versions of its files' names, each once in
  * order of appearance, so that its JSON rendering at 1.1 or later has the

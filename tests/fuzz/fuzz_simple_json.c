@@ -26,6 +26,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		if (simple_parse_json((const char *)d, n, &o, list, &p, err,
 				      sizeof(err)))
 			continue;
+		/* the prefetch's picks: a file of the page, and a wheel
+		 * whenever one with metadata is picked */
+		{
+			int m = simple_likely_metadata(&p);
+			int w = simple_likely_wheel(&p);
+
+			if (m >= (int)p.nfiles || w >= (int)p.nfiles ||
+			    (m >= 0 && w < 0))
+				abort();
+		}
 		buf_init(&json, 64 << 20);
 		buf_init(&html, 64 << 20);
 		if (simple_render_json(&p, &json) || simple_render_html(&p, &html))

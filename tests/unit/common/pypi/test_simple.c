@@ -678,6 +678,13 @@ T(likely_metadata)
 	CHECK_INT(simple_likely_metadata(&p), -1);
 	fake_page(&p, files, pure, 0);
 	CHECK_INT(simple_likely_metadata(&p), -1);
+	/* the likely wheel: the same pick, with or without its metadata */
+	fake_page(&p, files, pure, sizeof(pure) / sizeof(pure[0]));
+	CHECK_INT(simple_likely_wheel(&p), 3);
+	fake_page(&p, files, yanked, sizeof(yanked) / sizeof(yanked[0]));
+	CHECK_INT(simple_likely_wheel(&p), 2);
+	fake_page(&p, files, platform, sizeof(platform) / sizeof(platform[0]));
+	CHECK_INT(simple_likely_wheel(&p), -1);
 }
 
 int main(void)
