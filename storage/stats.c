@@ -18,7 +18,7 @@
 
 #define MAGIC "LRDSTAT\n"
 /* Bump with any change of struct shm below. */
-#define LAYOUT 4
+#define LAYOUT 5
 /* How long an update waits for the lock before it is skipped. */
 #define LOCK_WAIT_NS (50 * 1000000L)
 

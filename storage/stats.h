@@ -60,6 +60,8 @@ enum stats_counter {
 	STATS_POLICY_REFUSED,   /* requests for such a file, refused (403) */
 	STATS_POLICY_MANIFESTS, /* manifest requests and pushes a registry's
 	                           [policy] refused (403) */
+	STATS_PREFETCH_WHEELS,  /* likely wheels of prefetched pages fetched
+	                           (prefetch_wheel_size) */
 	STATS_NCOUNTERS
 };
 

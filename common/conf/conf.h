@@ -175,6 +175,8 @@ struct conf {
 	long min_free;          /* percent of the file system kept free */
 	int prefetch_metadata;  /* 0/1: fetch the likely next .metadata */
 	long prefetch_max;      /* dependency pages prefetched at once; 0 off */
+	long prefetch_wheel_size; /* the biggest likely wheel of a prefetched
+				     page fetched with it, bytes; 0 off */
 	int synthesize_metadata; /* enum conf_synth */
 	int trust_forwarded;    /* 0/1 */
 	long max_requests;      /* per worker before it is recycled; 0 = never */

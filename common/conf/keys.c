@@ -237,8 +237,9 @@ const struct conf_key conf_keys[] = {
              "Requires-Dist and, once the answer is out, fetches the pages "
              "of those projects (16 at most) that are not fresh here, so "
              "that the installer's request for them finds them here or on "
-             "their way: pages only, never a file, one level deep (a "
-             "prefetched page prefetches nothing), nothing for an offline "
+             "their way: pages only (and, with prefetch_wheel_size, their "
+             "likeliest wheels), one level deep (a prefetched page "
+             "prefetches nothing), nothing for an offline "
              "index, a requirement whose marker names an extra left out. "
              "This is how many such prefetches the workers of one data "
              "directory run at once (0 to 64); past it a prefetch is "
@@ -246,6 +247,17 @@ const struct conf_key conf_keys[] = {
              "mode. Counted in larder_prefetch_pages_total, "
              "larder_prefetch_skipped_total, larder_prefetch_used_total "
              "and larder_prefetch_unused_pages."},
+    {LARDER(prefetch_wheel_size), T_SIZE, "0",
+     .help = "With prefetch_max, a dependency page the prefetch fetched "
+             "also has its likeliest wheel fetched after it (the universal "
+             "wheel of the newest final release, as for prefetch_metadata) "
+             "when the page lists its size and it is at most this big; and "
+             "the installer's first request for a wheel stored in the last "
+             "minute prefetches that wheel's dependencies as a cold one "
+             "does. For installers that download a wheel to read its "
+             "metadata (pip before 23.1). Not on an index with a policy "
+             "(a license rule reads what it fetches). 0, the default, "
+             "turns it off. Counted in larder_prefetch_wheels_total."},
     {LARDER(synthesize_metadata), T_ENUM, "ranges", .values = synth_values,
      .help = "What larder serves as a wheel's PEP 658 metadata when the "
              "upstream advertises none. ranges: read with a few range "

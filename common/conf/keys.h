@@ -66,7 +66,7 @@ struct conf_key {
 /* The bit of an index type in conf_key.types. */
 #define CONF_FOR(t) (1u << (t))
 
-#define CONF_NKEYS 72 /* entries in conf_keys; conf/keys.c checks the count */
+#define CONF_NKEYS 73 /* entries in conf_keys; conf/keys.c checks the count */
 
 /* The one table of keys, in the order of the man page and of conf_dump. */
 extern const struct conf_key conf_keys[CONF_NKEYS];

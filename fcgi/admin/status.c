@@ -164,6 +164,9 @@ void status_metrics(struct worker *w, struct req *r)
 	counter(&b, "prefetch_used_total",
 	        "Prefetched pages a client then asked for.",
 	        s->counter[STATS_PREFETCH_USED]);
+	counter(&b, "prefetch_wheels_total",
+	        "Likely wheels of prefetched pages fetched after them "
+	        "(prefetch_wheel_size).", s->counter[STATS_PREFETCH_WHEELS]);
 	counter(&b, "policy_denied_files_total",
 	        "Files a [policy] left out of a page when it was rendered.",
 	        s->counter[STATS_POLICY_DENIED]);

@@ -142,6 +142,34 @@ static void hint_likely(struct worker *w, const struct conf_index *ix,
 	snprintf(h->filename, sizeof(h->filename), "%s", f->filename);
 }
 
+/* Notes the wheel an installer reading this prefetched page likely
+ * downloads next, for prefetch_run() to fetch after the pages: one that
+ * fits prefetch_wheel_size, on an index with no policy (a license rule
+ * would read what is fetched). */
+static void note_likely_wheel(struct worker *w, const struct conf_index *ix,
+			      const struct simple_page *page)
+{
+	struct pypi_wheels *l = &pypi_proc()->wheels;
+	const struct simple_file *f;
+	int i;
+
+	if (w->conf->prefetch_wheel_size <= 0 || l->n >= PYPI_MAX_DEPS ||
+	    (ix->policies && *ix->policies))
+		return;
+	i = simple_likely_wheel(page);
+	if (i < 0)
+		return;
+	f = &page->files[i];
+	if (f->size < 0 || f->size > w->conf->prefetch_wheel_size ||
+	    strlen(f->filename) >= sizeof(l->f[0].filename))
+		return;
+	l->f[l->n].index = (int)(ix - w->conf->index);
+	memcpy(l->f[l->n].sha256, f->sha256, sizeof(l->f[0].sha256));
+	snprintf(l->f[l->n].filename, sizeof(l->f[0].filename), "%s",
+		 f->filename);
+	l->n++;
+}
+
 /* Moves the files of page that ix's policies deny into denied, with
  * their reasons (policy_split()); the advisories and the licenses are
  * read only when a policy looks at them. Counts the denials. Returns 0,
@@ -366,10 +394,13 @@ static int store_page(struct worker *w, const struct conf_index *ix,
 		copies_note(w, p->html_sha);
 		if (pypi_proc()->prefetching)
 			pypi_proc()->prefetched++;
-		/* a prefetched page hints at nothing: one level deep */
+		/* a prefetched page hints at nothing: one level deep; its
+		 * likely wheel is fetched after it, when asked for */
 		if (!is_list && w->conf->prefetch_metadata && !w->cgi &&
 		    !pypi_proc()->prefetching)
 			hint_likely(w, ix, &page);
+		if (!is_list && pypi_proc()->prefetching)
+			note_likely_wheel(w, ix, &page);
 	}
 free_page:
 	simple_page_free(&page);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/dist/coremeta.h"
@@ -90,6 +91,24 @@ static int stored_meta(struct worker *w, int from, const char *sha256,
 		       0 && *meta_sha && send_stored(w, meta_sha);
 }
 
+/* How recently a wheel a client asks for first was stored for it to
+ * count as one a prefetch fetched (seconds). */
+#define PREFETCHED_RECENTLY 60
+
+/* Whether wheel sha256 was stored within PREFETCHED_RECENTLY: a HIT a
+ * prefetch made, as likely as not, whose dependencies are as cold as a
+ * MISS's would be. Only with prefetch_wheel_size. */
+static int stored_recently(const struct worker *w, const char *sha256)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	return w->conf->prefetch_wheel_size > 0 &&
+	       blob_path(w->conf->data_dir, sha256, path, sizeof(path)) == 0 &&
+	       stat(path, &st) == 0 &&
+	       st.st_mtime >= time(NULL) - PREFETCHED_RECENTLY;
+}
+
 void prefetch_note(struct worker *w, const struct req *r, int idx,
 		   const char *sha256, const char *filename, int metadata)
 {
@@ -106,8 +125,11 @@ void prefetch_note(struct worker *w, const struct req *r, int idx,
 	if (w->conf->prefetch_max <= 0 || w->cgi || r->status < 200 ||
 	    r->status > 299 || r->head)
 		return;
-	/* a wheel stored (and verified) by this request */
-	if (!metadata && (!r->cache || strcmp(r->cache, "MISS") != 0))
+	/* a wheel stored (and verified) by this request, or by a prefetch
+	 * just before it */
+	if (!metadata && (!r->cache || (strcmp(r->cache, "MISS") != 0 &&
+					!(strcmp(r->cache, "HIT") == 0 &&
+					  stored_recently(w, sha256)))))
 		return;
 	from = pypi_find_file(w, idx, sha256, filename, &f);
 	if (from < 0 || w->conf->index[from].type != CONF_INDEX_CACHE)
@@ -167,6 +189,39 @@ static int take_slot(const struct worker *w)
 	return -1;
 }
 
+/* Fetches the wheels the prefetched pages noted (note_likely_wheel() in
+ * pages.c), each in a prefetch slot, with no client: a request for one
+ * meanwhile follows the fetch. */
+static void prefetch_wheels(struct worker *w)
+{
+	struct pypi_wheels *l = &pypi_proc()->wheels;
+	char err[1024];
+	struct db_file f;
+	int slot, rc;
+
+	for (size_t i = 0; i < l->n; i++) {
+		const struct pypi_wheel *x = &l->f[i];
+
+		if (blob_exists(w->conf->data_dir, x->sha256) ||
+		    db_file_get(w->db, w->conf->index[x->index].name,
+				x->sha256, x->filename, &f))
+			continue;
+		slot = take_slot(w);
+		if (slot < 0) {
+			stats_add(STATS_PREFETCH_SKIPPED, 1);
+			continue;
+		}
+		rc = metadata_fetch_file(w, x->index, &f, x->sha256, err,
+					 sizeof(err));
+		close(slot);
+		if (rc)
+			log_warn(0, x->filename, "prefetch: %s", err);
+		else
+			stats_add(STATS_PREFETCH_WHEELS, 1);
+	}
+	l->n = 0;
+}
+
 void prefetch_run(struct worker *w)
 {
 	struct pypi_deps *d = &pypi_proc()->deps;
@@ -176,6 +231,7 @@ void prefetch_run(struct worker *w)
 	int idx = d->index, slot, rc;
 
 	d->index = -1;
+	pypi_proc()->wheels.n = 0;
 	if (idx < 0)
 		return;
 	for (size_t i = 0; i < d->n; i++) {
@@ -209,4 +265,5 @@ void prefetch_run(struct worker *w)
 	/* the pages fetched hint at no metadata: one level deep */
 	pypi_proc()->hint.index = -1;
 	d->n = 0;
+	prefetch_wheels(w);
 }

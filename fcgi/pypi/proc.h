@@ -39,6 +39,17 @@ struct pypi_deps {
 	char name[PYPI_MAX_DEPS][NAMES_MAX_PROJECT + 1]; /* normalised */
 };
 
+/* The wheels the pages a prefetch stored list as the likeliest download
+ * (simple_likely_wheel()), fetched after those pages (prefetch_run()). */
+struct pypi_wheels {
+	size_t n;
+	struct pypi_wheel {
+		int index;              /* the cache index that listed it */
+		char sha256[65];
+		char filename[256];
+	} f[PYPI_MAX_DEPS];
+};
+
 /* The renderings a page fetch stored whose gzip'd copies are made once
  * the answer is out (copies_make()): deflating and syncing them
  * would hold the answer (a 2.5 MB page's two: 0.15 s of CPU at level 9,
@@ -55,6 +66,7 @@ struct pypi_proc {
 	struct pypi_copies copies;
 	struct pypi_revalidate revalidate;
 	struct pypi_deps deps;
+	struct pypi_wheels wheels;
 	int prefetching;        /* a prefetch's page fetch is under way: the
 	                           page it stores is marked as prefetched */
 	int prefetched;         /* pages that fetch stored */

@@ -1,9 +1,10 @@
 """Prefetch of dependency pages (issue 24, prefetch_max): once larder has
 answered a wheel's .metadata, it fetches the pages of the projects the
 metadata's Requires-Dist names, so that the installer's next requests find
-them here. One level deep, pages only (never a file), none that only an
-extra asks for, nothing for an offline index, at most prefetch_max at once
-across the workers, counted on /metrics.
+them here. One level deep, pages only (never a file, unless
+prefetch_wheel_size: then each prefetched page's likeliest wheel too), none
+that only an extra asks for, nothing for an offline index, at most
+prefetch_max at once across the workers, counted on /metrics.
 
 The wheels are this module's own (wheels.build_wheel): a chain pf-a ->
 pf-b -> pf-c, pf-a also requiring pf-d only with the extra "x" and pf-e
@@ -90,6 +91,64 @@ def settled(st, total, timeout=20.0):
     stackmod.wait_for(lambda: metric(st, "prefetch_pages_total") +
                       metric(st, "prefetch_skipped_total") >= total, timeout)
     return metric(st, "prefetch_pages_total"), metric(st, "prefetch_skipped_total")
+
+
+def file_path(f):
+    return "/root/pypi/files/" + f["url"].split("files/", 1)[1]
+
+
+def test_wheels_with_prefetch_wheel_size(tmp_path, pf_wheels):
+    """With prefetch_wheel_size, a prefetched page's likeliest wheel is
+    fetched after it: A's .metadata answered, B's and E's pages and wheels
+    come from upstream before anyone asks, C's and D's do not (one level;
+    D only for an extra). B's wheel asked for then is a HIT that costs the
+    upstream nothing, and, stored a moment ago by the prefetch, it
+    prefetches C's page and wheel as a cold wheel's request would: the
+    chain goes on at the installer's pace, one level per request."""
+    st = start(tmp_path, pf_wheels, prefetch_metadata="no", prefetch_wheel_size="1M")
+    try:
+        (fa,) = files_of(st, "pf-a")
+        st.standin.reset()
+        assert larder_get(st, metadata_path(fa)).status == 200
+        settled(st, 2)
+        assert stackmod.wait_for(lambda: metric(st, "prefetch_wheels_total") == 2, 20)
+        c = st.standin.counters()
+        assert sorted(c["files"]) == ["pf_b-1.0-py3-none-any.whl",
+                                      "pf_e-1.0-py3-none-any.whl"], c["files"]
+        assert page_gets(c, "pf-c") == 0 and page_gets(c, "pf-d") == 0, c
+        (fb,) = files_of(st, "pf-b")
+        r = larder_get(st, file_path(fb))
+        assert r.status == 200 and r.header("X-Larder-Cache") == "HIT", r
+        with open(os.path.join(pf_wheels, fb["filename"]), "rb") as f:
+            assert r.body == f.read()
+        assert stackmod.wait_for(lambda: metric(st, "prefetch_wheels_total") == 3, 20)
+        c = st.standin.counters()
+        assert page_gets(c, "pf-c") == 1 and page_gets(c, "pf-d") == 0, c
+        assert c["files"] == {"pf_b-1.0-py3-none-any.whl": 1,
+                              "pf_c-1.0-py3-none-any.whl": 1,
+                              "pf_e-1.0-py3-none-any.whl": 1}, c["files"]
+    finally:
+        st.stop()
+
+
+def test_no_wheel_over_prefetch_wheel_size(tmp_path, pf_wheels):
+    """A likely wheel bigger than prefetch_wheel_size is left for the
+    installer to ask for; by default (0) no wheel is prefetched at all."""
+    for size in ("100", None):
+        keys = {"prefetch_metadata": "no"}
+        if size:
+            keys["prefetch_wheel_size"] = size
+        st = start(tmp_path / ("s%s" % size), pf_wheels, **keys)
+        try:
+            (fa,) = files_of(st, "pf-a")
+            st.standin.reset()
+            assert larder_get(st, metadata_path(fa)).status == 200
+            assert settled(st, 2) == (2, 0)
+            time.sleep(0.5)
+            assert st.standin.counters()["files"] == {}
+            assert metric(st, "prefetch_wheels_total") == 0
+        finally:
+            st.stop()
 
 
 def test_chain_depth_one(tmp_path, pf_wheels):

@@ -325,7 +325,7 @@ T(sample_config)
 		         sscanf(line, "%63[a-z_] = ", lkeys[nkeys]) == 1)
 			nkeys++;
 	}
-	CHECK_INT(nkeys, 28);
+	CHECK_INT(nkeys, 29);
 	for (size_t i = 0; i < nkeys; i++) {
 		snprintf(pat, sizeof(pat), "\n# %s = ", lkeys[i]);
 		CHECK_CONTAINS(text, pat);
