@@ -716,11 +716,15 @@ class Bench:
                         c0 = self.upstream.counters()
                         with Meter(p) as m:
                             wall, bad = self.pips(p, n, "%s-%s-%s" % (name, pname, case))
-                        most = upstream_max_gets(c0, self.upstream.counters())
+                        c1 = self.upstream.counters()
+                        most = upstream_max_gets(c0, c1)
                         extra = {
                             "wall_s": wall, "upstream_max_gets_per_file": most["files"],
                             "upstream_max_gets_per_page": most["pages"],
-                            "upstream_max_gets_per_metadata": most["metadata"]}
+                            "upstream_max_gets_per_metadata": most["metadata"],
+                            "upstream_wheels": sum(
+                                1 for k in c1.get("files", {})
+                                if k.endswith(".whl") and upstream_gets(c0, c1, k) > 0)}
                         if isinstance(p, partymod.Larder) and case == "cold":
                             extra.update(prefetch_counts(p))
                         self.res.add(name, pname, case, wall, m, errors=bad, extra=extra)
@@ -1540,6 +1544,17 @@ class Bench:
              "%d pages prefetched over %d cold installs, %d of them then asked for; the "
              "status page counts those unasked for 10 minutes on" % (made, len(pre), used)
              if pre else "larder's /metrics said nothing of prefetches")
+        wheels = [e["upstream_wheels"] for e in ex if "upstream_wheels" in e]
+        pre = [e for e in ex if "prefetched_wheels" in e]
+        want = len(self.corpus["install_closure"])
+        goal("Wheels larder fetched during a cold install / the wheels pip installs",
+             max(wheels) / want if wheels and want else None, "reported",
+             True if wheels else None,
+             "at most %d of %d over %d cold installs, %d of them fetched by a "
+             "prefetch (prefetch_wheel_size)" % (
+                 max(wheels), want, len(wheels),
+                 max(e["prefetched_wheels"] for e in pre) if pre else 0)
+             if wheels else "not measured")
         v = ratio("install", "larder-nginx", "direct", "warm")
         goal("Warm install: larder behind nginx / direct", v, "<= 1.0",
              v is not None and v <= 1.0)
@@ -1660,21 +1675,25 @@ class Bench:
 
 
 def prefetch_counts(p):
-    """What larder party p's /metrics says of its page prefetches so far:
-    {"prefetched": pages, "prefetch_used": pages a client then asked for};
-    {} when it says nothing of them."""
+    """What larder party p's /metrics says of its prefetches so far:
+    {"prefetched": pages, "prefetch_used": pages a client then asked for,
+    "prefetched_wheels": wheels (when it counts them)}; {} when it says
+    nothing of them."""
     base = p.index_url.split("/root/pypi/")[0]
     try:
         with urllib.request.urlopen(base + "/metrics", timeout=30) as f:
             text = f.read().decode()
     except (OSError, ValueError):
         return {}
-    got = dict(re.findall(r"^larder_(prefetch_pages_total|prefetch_used_total) (\d+)$",
-                          text, re.M))
-    if len(got) != 2:
+    got = dict(re.findall(r"^larder_(prefetch_pages_total|prefetch_used_total|"
+                          r"prefetch_wheels_total) (\d+)$", text, re.M))
+    if "prefetch_pages_total" not in got or "prefetch_used_total" not in got:
         return {}
-    return {"prefetched": int(got["prefetch_pages_total"]),
-            "prefetch_used": int(got["prefetch_used_total"])}
+    out = {"prefetched": int(got["prefetch_pages_total"]),
+           "prefetch_used": int(got["prefetch_used_total"])}
+    if "prefetch_wheels_total" in got:
+        out["prefetched_wheels"] = int(got["prefetch_wheels_total"])
+    return out
 
 
 def pip_version(venv):
