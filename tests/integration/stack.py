@@ -572,6 +572,31 @@ def shipped_body_directives(path=None):
     return out
 
 
+# conf/nginx.conf's last lines of the locations that keep pages and
+# manifests: revalidated, in buffers that hold them whole
+NGINX_KEPT_PAGE = """\
+fastcgi_cache_revalidate on;
+            fastcgi_buffer_size 16k;
+            fastcgi_buffers 8 16k;
+            fastcgi_busy_buffers_size 32k;
+            fastcgi_hide_header X-Larder-Cache;
+            add_header X-Larder-Cache $larder_page_cache;"""
+
+
+# conf/nginx.conf's first lines of a location whose page cache keys a HEAD
+# apart from a GET (a registry's blobs and manifests by tag)
+NGINX_HEAD_KEYED = """\
+include /etc/nginx/fastcgi_params;
+            fastcgi_param SCRIPT_NAME "";
+            fastcgi_param PATH_INFO "";
+            fastcgi_param LARDER_PAGE_CACHE 1;
+            fastcgi_param LARDER_HEAD_KEYED 1;
+            fastcgi_keep_conn {keep};
+            fastcgi_pass larder;
+            fastcgi_cache larder_pages;
+            fastcgi_cache_key "$request_method|$request_uri";"""
+
+
 # conf/nginx.conf's lines that keep a content-addressed answer (a blob, a
 # small file) by its key alone, a range or a conditional request passed on
 NGINX_KEPT_BY_KEY = """\
@@ -666,32 +691,14 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
             fastcgi_pass larder;
             fastcgi_cache larder_pages;
             fastcgi_cache_key "$request_uri";
-            fastcgi_cache_revalidate on;
-            fastcgi_buffer_size 16k;
-            fastcgi_buffers 8 16k;
-            fastcgi_busy_buffers_size 32k;
-            fastcgi_hide_header X-Larder-Cache;
-            add_header X-Larder-Cache $larder_page_cache;
+            {kept_page}
             client_max_body_size 1g;
         }}
 
         # conf/nginx.conf's manifests by tag: a HEAD kept apart from a GET
         location ~ "^/v2/.+/manifests/[^/]+$" {{
-            include /etc/nginx/fastcgi_params;
-            fastcgi_param SCRIPT_NAME "";
-            fastcgi_param PATH_INFO "";
-            fastcgi_param LARDER_PAGE_CACHE 1;
-            fastcgi_param LARDER_HEAD_KEYED 1;
-            fastcgi_keep_conn {keep};
-            fastcgi_pass larder;
-            fastcgi_cache larder_pages;
-            fastcgi_cache_key "$request_method|$request_uri";
-            fastcgi_cache_revalidate on;
-            fastcgi_buffer_size 16k;
-            fastcgi_buffers 8 16k;
-            fastcgi_busy_buffers_size 32k;
-            fastcgi_hide_header X-Larder-Cache;
-            add_header X-Larder-Cache $larder_page_cache;
+            {head_keyed}
+            {kept_page}
             client_max_body_size 1g;
         }}
 
@@ -705,25 +712,12 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
             fastcgi_cache larder_pages;
             fastcgi_cache_key "$request_uri|$http_accept|$http_accept_encoding";
             tcp_nopush off;
-            fastcgi_cache_revalidate on;
-            fastcgi_buffer_size 16k;
-            fastcgi_buffers 8 16k;
-            fastcgi_busy_buffers_size 32k;
-            fastcgi_hide_header X-Larder-Cache;
-            add_header X-Larder-Cache $larder_page_cache;
+            {kept_page}
         }}
 
         # conf/nginx.conf's registry blobs: a HEAD kept apart from a GET
         location ~ "^/v2/.+/blobs/sha256:[0-9a-f]{{64}}$" {{
-            include /etc/nginx/fastcgi_params;
-            fastcgi_param SCRIPT_NAME "";
-            fastcgi_param PATH_INFO "";
-            fastcgi_param LARDER_PAGE_CACHE 1;
-            fastcgi_param LARDER_HEAD_KEYED 1;
-            fastcgi_keep_conn {keep};
-            fastcgi_pass larder;
-            fastcgi_cache larder_pages;
-            fastcgi_cache_key "$request_method|$request_uri";
+            {head_keyed}
             {kept_by_key}
         }}
 
@@ -753,7 +747,9 @@ def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
         }}
     }}""".format(port=port, server=server, keep="on" if keep_conn else "off",
                  prefix=prefix, data_dir=data_dir.rstrip("/"),
-                 kept_by_key=NGINX_KEPT_BY_KEY), workers)
+                 kept_by_key=NGINX_KEPT_BY_KEY, kept_page=NGINX_KEPT_PAGE,
+                 head_keyed=NGINX_HEAD_KEYED.format(keep="on" if keep_conn else "off")),
+        workers)
     if not page_cache:
         # (the files' location, after the pages', loses its cache too)
         head, sep, pages = text.partition('location ~ "^/(?!v2/).*/simple/"')
