@@ -580,7 +580,7 @@ fastcgi_cache_revalidate on;
             fastcgi_buffers 8 16k;
             fastcgi_busy_buffers_size 32k;
             fastcgi_hide_header X-Larder-Cache;
-            add_header X-Larder-Cache $larder_page_cache;"""
+            add_header X-Larder-Cache $larder_page_cache always;"""
 
 
 # conf/nginx.conf's first lines of a location whose page cache keys a HEAD
@@ -607,7 +607,7 @@ fastcgi_ignore_headers Cache-Control Expires;
             fastcgi_param HTTP_IF_NONE_MATCH $http_if_none_match if_not_empty;
             fastcgi_no_cache $http_range$http_if_range$http_if_none_match;
             fastcgi_hide_header X-Larder-Cache;
-            add_header X-Larder-Cache $larder_page_cache;"""
+            add_header X-Larder-Cache $larder_page_cache always;"""
 
 
 def nginx_conf(prefix, port, fcgi_port, data_dir, workers=1, keep_conn=True,
