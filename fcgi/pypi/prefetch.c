@@ -207,10 +207,8 @@ static void prefetch_wheels(struct worker *w)
 				x->sha256, x->filename, &f))
 			continue;
 		slot = take_slot(w);
-		if (slot < 0) {
-			stats_add(STATS_PREFETCH_SKIPPED, 1);
+		if (slot < 0) /* (its installer fetches it) */
 			continue;
-		}
 		rc = metadata_fetch_file(w, x->index, &f, x->sha256, err,
 					 sizeof(err));
 		close(slot);
