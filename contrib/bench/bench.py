@@ -1545,15 +1545,14 @@ class Bench:
              "status page counts those unasked for 10 minutes on" % (made, len(pre), used)
              if pre else "larder's /metrics said nothing of prefetches")
         wheels = [e["upstream_wheels"] for e in ex if "upstream_wheels" in e]
-        pre = [e for e in ex if "prefetched_wheels" in e]
+        by_prefetch = [e["prefetched_wheels"] for e in ex if "prefetched_wheels" in e]
         want = len(self.corpus["install_closure"])
         goal("Wheels larder fetched during a cold install / the wheels pip installs",
              max(wheels) / want if wheels and want else None, "reported",
              True if wheels else None,
              "at most %d of %d over %d cold installs, %d of them fetched by a "
              "prefetch (prefetch_wheel_size)" % (
-                 max(wheels), want, len(wheels),
-                 max(e["prefetched_wheels"] for e in pre) if pre else 0)
+                 max(wheels), want, len(wheels), max(by_prefetch, default=0))
              if wheels else "not measured")
         v = ratio("install", "larder-nginx", "direct", "warm")
         goal("Warm install: larder behind nginx / direct", v, "<= 1.0",

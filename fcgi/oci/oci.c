@@ -124,8 +124,6 @@ static void send_row(struct worker *w, struct req *r,
                      const struct conf_registry *reg,
                      const struct db_oci_ref *row, int how)
 {
-	const char *cache = req_env(r, "LARDER_PAGE_CACHE");
-	const char *hk = req_env(r, "LARDER_HEAD_KEYED");
 	int by_digest = how & ROW_BY_DIGEST;
 	struct send_opts o = {.content_type = row->media_type,
 	                      .inline_under = SMALL_BODY};
@@ -140,13 +138,13 @@ static void send_row(struct worker *w, struct req *r,
 		o.expires = 1; /* stale: a date in the past */
 	if (!(how & ROW_SHARED))
 		o.expires = 0; /* (this client's: no-cache says it all) */
-	o.inline_body = o.front_cache = cache && strcmp(cache, "1") == 0;
+	o.inline_body = o.front_cache = req_env_on(r, "LARDER_PAGE_CACHE");
 	/* a stale one whole: nginx revalidating its copy would keep its own
 	 * headers from a 304 (X-Larder-Cache: STALE among them) */
 	o.whole = r->cache && strcmp(r->cache, "STALE") == 0;
 	/* a HEAD's answer only where the web server's key holds the method
 	 * (another location's cache would hand the empty answer to a GET) */
-	o.front_head = hk && strcmp(hk, "1") == 0;
+	o.front_head = req_env_on(r, "LARDER_HEAD_KEYED");
 	if (how & ROW_DIGEST)
 		req_header(r, "Docker-Content-Digest", "sha256:%s",
 		           row->sha256);
@@ -482,18 +480,15 @@ static void blob(struct worker *w, struct req *r, struct oci_ctx *x)
 	}
 	/* (a warm blob: one look in the database, not two) */
 	if (known && send_stored(w, hex)) {
-		const char *fc = req_env(r, "LARDER_PAGE_CACHE");
-		const char *hk = req_env(r, "LARDER_HEAD_KEYED");
-
 		/* behind nginx's cache of them (conf/nginx.conf), a warm
 		 * blob's HEAD, and a small one's GET, are the same for every
 		 * client allowed to read it: kept there for the registry's
 		 * cache_ttl, as a tag is. A HEAD's answer only where the
 		 * web server says its key holds the method (another
 		 * location's cache would hand the empty answer to a GET) */
-		if (fc && strcmp(fc, "1") == 0) {
+		if (req_env_on(r, "LARDER_PAGE_CACHE")) {
 			so.front_small = 1;
-			so.front_head = hk && strcmp(hk, "1") == 0;
+			so.front_head = req_env_on(r, "LARDER_HEAD_KEYED");
 			so.front_until = (long long)time(NULL) +
 					 x->reg->cache_ttl - 1;
 		}

@@ -123,23 +123,28 @@ int pages_keep_renderings(struct worker *w, const struct buf *json,
 	return 0;
 }
 
+/* Fills h with file f of cache index ix. Returns 0, or -1 (h untouched)
+ * when its name does not fit. */
+static int hint_set(struct worker *w, const struct conf_index *ix,
+		    const struct simple_file *f, struct pypi_hint *h)
+{
+	if (strlen(f->filename) >= sizeof(h->filename))
+		return -1;
+	h->index = (int)(ix - w->conf->index);
+	memcpy(h->sha256, f->sha256, sizeof(h->sha256));
+	snprintf(h->filename, sizeof(h->filename), "%s", f->filename);
+	return 0;
+}
+
 /* Notes the file whose metadata an installer reading this page likely
  * asks for next: pypi.c fetches it once the page is answered. */
 static void hint_likely(struct worker *w, const struct conf_index *ix,
 			const struct simple_page *page)
 {
-	struct pypi_hint *h = &pypi_proc()->hint;
-	const struct simple_file *f;
 	int i = simple_likely_metadata(page);
 
-	if (i < 0)
-		return;
-	f = &page->files[i];
-	if (strlen(f->filename) >= sizeof(h->filename))
-		return;
-	h->index = conf_index_find(w->conf, ix->name);
-	memcpy(h->sha256, f->sha256, sizeof(h->sha256));
-	snprintf(h->filename, sizeof(h->filename), "%s", f->filename);
+	if (i >= 0)
+		hint_set(w, ix, &page->files[i], &pypi_proc()->hint);
 }
 
 /* Notes the wheel an installer reading this prefetched page likely
@@ -160,14 +165,9 @@ static void note_likely_wheel(struct worker *w, const struct conf_index *ix,
 	if (i < 0)
 		return;
 	f = &page->files[i];
-	if (f->size < 0 || f->size > w->conf->prefetch_wheel_size ||
-	    strlen(f->filename) >= sizeof(l->f[0].filename))
-		return;
-	l->f[l->n].index = (int)(ix - w->conf->index);
-	memcpy(l->f[l->n].sha256, f->sha256, sizeof(l->f[0].sha256));
-	snprintf(l->f[l->n].filename, sizeof(l->f[0].filename), "%s",
-		 f->filename);
-	l->n++;
+	if (f->size >= 0 && f->size <= w->conf->prefetch_wheel_size &&
+	    hint_set(w, ix, f, &l->f[l->n]) == 0)
+		l->n++;
 }
 
 /* Moves the files of page that ix's policies deny into denied, with

@@ -200,7 +200,7 @@ static void prefetch_wheels(struct worker *w)
 	int slot, rc;
 
 	for (size_t i = 0; i < l->n; i++) {
-		const struct pypi_wheel *x = &l->f[i];
+		const struct pypi_hint *x = &l->f[i];
 
 		if (blob_exists(w->conf->data_dir, x->sha256) ||
 		    db_file_get(w->db, w->conf->index[x->index].name,

@@ -11,8 +11,10 @@
 
 #include "common/names.h"
 
-/* A file a page refresh found worth fetching the metadata of once the
- * page is answered (conf prefetch_metadata). */
+/* A file a page names as the likely next download: the one whose
+ * metadata a page refresh fetches once the page is answered (conf
+ * prefetch_metadata), or a wheel a prefetch fetches after its pages
+ * (prefetch_wheel_size). */
 struct pypi_hint {
 	int index;              /* the cache index that listed it, -1: none */
 	char sha256[65];
@@ -43,11 +45,7 @@ struct pypi_deps {
  * (simple_likely_wheel()), fetched after those pages (prefetch_run()). */
 struct pypi_wheels {
 	size_t n;
-	struct pypi_wheel {
-		int index;              /* the cache index that listed it */
-		char sha256[65];
-		char filename[256];
-	} f[PYPI_MAX_DEPS];
+	struct pypi_hint f[PYPI_MAX_DEPS];
 };
 
 /* The renderings a page fetch stored whose gzip'd copies are made once

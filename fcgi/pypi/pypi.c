@@ -78,7 +78,6 @@ void pypi_simple(struct worker *w, struct req *r, const struct route *rt)
 	struct db_page p;
 	char err[1024] = "";
 	char format[128];
-	const char *cache;
 	int rc, retried = 0;
 
 	if (query_format(r->query, format, sizeof(format)))
@@ -126,8 +125,7 @@ again:
 	o.expires = p.fetched_at + p.ttl;
 	if (o.expires <= time(NULL))
 		o.expires = 1; /* stale: a date in the past */
-	cache = req_env(r, "LARDER_PAGE_CACHE");
-	o.inline_body = o.front_cache = cache && strcmp(cache, "1") == 0;
+	o.inline_body = o.front_cache = req_env_on(r, "LARDER_PAGE_CACHE");
 	o.whole = r->cache && strcmp(r->cache, "STALE") == 0;
 	o.content_type = accept_content_type(fmt);
 	rc = send_blob(w, r, fmt == ACCEPT_JSON ? p.json_sha : p.html_sha, &o);
@@ -348,7 +346,6 @@ static void file_answer(struct worker *w, struct req *r,
 	struct fetch_opts fo;
 	struct db_file f;
 	char key[FLIGHT_KEY_MAX + 1], url[2100], sha[65], err[1024] = "";
-	const char *cache;
 	struct prov_ctx pc;
 	size_t mark;
 	struct cooldown cd;
@@ -453,8 +450,7 @@ static void file_answer(struct worker *w, struct req *r,
 	/* behind nginx's page cache (conf/nginx.conf), a small file or
 	 * .metadata is kept there as pages are: content-addressed, its
 	 * bytes never change. Not a provenance, which may. */
-	cache = req_env(r, "LARDER_PAGE_CACHE");
-	if (cache && strcmp(cache, "1") == 0 && kind != PYPI_PROVENANCE) {
+	if (req_env_on(r, "LARDER_PAGE_CACHE") && kind != PYPI_PROVENANCE) {
 		o.front_small = 1;
 		o.front_until = front_until(w, rt->index, from, &f);
 	}

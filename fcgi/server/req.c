@@ -111,6 +111,13 @@ const char *req_env(const struct req *r, const char *name)
 	return found;
 }
 
+int req_env_on(const struct req *r, const char *name)
+{
+	const char *v = req_env(r, name);
+
+	return v && strcmp(v, "1") == 0;
+}
+
 int req_env_joined(const struct req *r, const char *name, struct buf *out)
 {
 	size_t n = strlen(name);

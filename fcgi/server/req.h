@@ -65,6 +65,11 @@ void req_free(struct req *r);
 /* Returns a CGI variable or NULL. Strings live until the next request. */
 const char *req_env(const struct req *r, const char *name);
 
+/* Whether the web server set parameter name to 1: the per-request
+ * switches its configuration gives larder (LARDER_PAGE_CACHE,
+ * LARDER_HEAD_KEYED, LARDER_SENDFILE_GZIP; man/larder.8). */
+int req_env_on(const struct req *r, const char *name);
+
 /* Appends every value of a parameter to out, joined by ", ": a request
  * header sent on several lines (skopeo sends one Accept line per media
  * type, and nginx passes each on), as one list. Returns 0 or an errno

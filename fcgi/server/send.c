@@ -90,9 +90,7 @@ static int etag_gz(const char *inm, const char *sha, int gz)
  * answer (it sets LARDER_SENDFILE_GZIP=1 for larder). */
 static int keeps_encoding(struct req *r)
 {
-	const char *v = req_env(r, "LARDER_SENDFILE_GZIP");
-
-	return v && strcmp(v, "1") == 0;
+	return req_env_on(r, "LARDER_SENDFILE_GZIP");
 }
 
 /* The path of blob sha, or of its gzip'd copy when gz. */
@@ -268,7 +266,7 @@ int send_blob(struct worker *w, struct req *r, const char *sha256,
 	    (r->private_index || (r->head && !o->front_head) ||
 	     (takes_gz && !gz) || !o->expires)) {
 		req_header(r, "X-Accel-Expires", "0");
-	} else if (o->expires && o->front_cache) {
+	} else if (o->front_cache) {
 		long long last = o->expires - 1; /* the last second fresh */
 
 		if (last >= (long long)time(NULL))

@@ -185,8 +185,8 @@ int db_page_delete(struct db *db, const char *index, const char *project)
 	return db_run(db, st, "page delete");
 }
 
-/* Statement which of the files table with its row's key (?1 the index,
- * ?2 the sha256, ?3 the filename) bound. */
+/* Statement which on the files table, its row's key bound (?1 the
+ * index, ?2 the sha256, ?3 the filename). */
 static sqlite3_stmt *file_stmt(struct db *db, enum db_stmt which,
 			       const char *index, const char *sha256,
 			       const char *filename)

@@ -557,13 +557,12 @@ def test_request_log(stack):
     # one MISS and one HIT: the miss's line may come second, and late, as a
     # cold page's worker logs it after making the page's gzip'd copies (the
     # HIT's line alone satisfied find_log above)
-    deadline = time.monotonic() + 3.0
-    while True:
-        lines = [l for l in stack.larder.log_lines()
-                 if re.search(r"(?<!\S)GET(?!\S).*?/root/pypi/simple/larder-demo-a/.*?\b200\b", l)]
-        if len(lines) >= 2 or time.monotonic() >= deadline:
-            break
-        time.sleep(0.1)
+    def page_lines():
+        return [l for l in stack.larder.log_lines()
+                if re.search(r"(?<!\S)GET(?!\S).*?/root/pypi/simple/larder-demo-a/.*?\b200\b", l)]
+
+    stackmod.wait_for(lambda: len(page_lines()) >= 2, 3.0)
+    lines = page_lines()
     assert len(lines) >= 2, lines
     assert sorted(" miss " in l.lower() for l in lines[:2]) == [False, True], lines
     assert sum(" hit " in l.lower() for l in lines[:2]) == 1, lines
