@@ -217,8 +217,9 @@ def test_a_prefetch_keeps_no_connection_a_warm_request_would_wait_on(tmp_path, p
 def test_pip_joins_the_prefetch(tmp_path, pf_wheels, new_venv):
     """pip installs the chain through larder on a slow upstream: each page
     is fetched from upstream once, whether pip's request for it came before,
-    during or after the prefetch of it (single flight), and the files are
-    fetched once each, by pip."""
+    during or after the prefetch of it (single flight), the files are
+    fetched once each, by pip, and each page is counted once: prefetched
+    (and then used, or not), or skipped."""
     st = start(tmp_path, pf_wheels)
     try:
         st.standin.control(delay=0.3)
@@ -232,9 +233,15 @@ def test_pip_joins_the_prefetch(tmp_path, pf_wheels, new_venv):
         assert sorted(c["files"]) == sorted(
             f for f in os.listdir(pf_wheels) if f.endswith(".whl") and
             f.split("-")[0] in ("pf_a", "pf_b", "pf_c")), c
-        fetched = metric(st, "prefetch_pages_total")
-        assert fetched >= 1
-        assert metric(st, "prefetch_used_total") >= 1
+        # pf-e pip never asks for: the prefetch fetched it. pf-b and pf-c
+        # are each a race between pip and the prefetch its wheel set off
+        # (CI's ASan build lost both): one the prefetch led is counted
+        # used when pip asks (it joined or came after); one pip led is a
+        # skipped prefetch (it joined pip, or found the page fresh)
+        fetched, skipped = settled(st, 3)
+        used = metric(st, "prefetch_used_total")
+        assert (fetched, used + skipped) == (1 + used, 2), \
+            (fetched, used, skipped)
     finally:
         st.stop()
 
