@@ -24,6 +24,7 @@ from urllib.parse import urljoin
 
 import pytest
 
+import flighthelp as fh
 import stack as stackmod
 from stack import PIP_ACCEPT
 
@@ -334,28 +335,26 @@ def test_file_modes(stack):
     for p, m in seen.items():
         assert not m & (stat.S_IWGRP | stat.S_IWOTH), (p, oct(m))
 
-    # a download in progress: its temp file is larder's alone (once the
-    # page's gzip'd copies, made after its answer, are out of DATA/tmp)
+    # a download in progress: its temp file (the one its flights row
+    # names) is larder's alone. Other temp files come and go in DATA/tmp
+    # (the page's gzip'd copies, made after its answer), each made 0600
+    # and given the blob's mode just before it is published.
     url = download("larder-demo-c")
-    tmpdir = os.path.join(data, "tmp")
-    assert stackmod.wait_for(
-        lambda: not [n for n in os.listdir(tmpdir) if n.endswith(".part")]), os.listdir(tmpdir)
     stack.standin.control(faults=[{"match": url.rsplit("/", 1)[-1],
                                    "kind": "stall_body", "seconds": 3}])
     reader = threading.Thread(target=stackmod.http, args=(url,), daemon=True)
     reader.start()
-    checked = 0
+    checked = []
     deadline = time.monotonic() + 15
     while not checked and time.monotonic() < deadline:
-        for n in [n for n in os.listdir(tmpdir) if n.endswith(".part")]:
+        for _, tmp, _ in fh.flights(data):
             try:
-                m = stat.S_IMODE(os.stat(os.path.join(tmpdir, n)).st_mode)
-            except FileNotFoundError:  # another temp file (a page's copy), done
-                continue
-            assert m == 0o600, (n, oct(m))
-            checked += 1
+                checked.append((tmp, stat.S_IMODE(os.stat(tmp).st_mode)))
+            except FileNotFoundError:  # not made yet, or published
+                pass
         time.sleep(0.02)
-    assert checked, os.listdir(tmpdir)
+    assert checked, "no download seen in flight"
+    assert all(m == 0o600 for _, m in checked), [(t, oct(m)) for t, m in checked]
     reader.join(60)
     stack.standin.control(faults=[])
 
