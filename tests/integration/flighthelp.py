@@ -16,7 +16,7 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from stack import wait_for  # noqa: F401 (tests use fh.wait_for)
+from stack import blob_file, wait_for  # noqa: F401 (tests use fh.blob_file, fh.wait_for)
 
 
 # ---------------------------------------------------------------- readers
@@ -229,11 +229,6 @@ def wait_settled(data_dir, timeout=15.0):
         if (not rows and not parts) or time.monotonic() >= deadline:
             return rows, parts
         time.sleep(0.1)
-
-
-
-def blob_file(data_dir, sha):
-    return os.path.join(data_dir, "blobs", "sha256", sha[:2], sha[2:4], sha)
 
 
 # ---------------------------------------------------------------- processes

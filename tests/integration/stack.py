@@ -988,6 +988,11 @@ def data_listing(data_dir):
 
 
 
+def blob_file(data_dir, sha):
+    """Where the blob of that sha256 is stored."""
+    return os.path.join(data_dir, "blobs", "sha256", sha[:2], sha[2:4], sha)
+
+
 def blobs(data_dir):
     """{relative path: path} of every file under DATA/blobs but the gzip'd
     copies of pages (gz_copies)."""

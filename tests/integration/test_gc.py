@@ -19,7 +19,7 @@ import pytest
 
 import stack as stackmod
 import wheels
-from stack import JSON_TYPE, PIP_ACCEPT
+from stack import JSON_TYPE, PIP_ACCEPT, blob_file
 from wheels import A11
 
 # test_oci.py's fixtures, for the registry test (imported: pytest finds
@@ -30,10 +30,6 @@ KIB = 1024
 
 
 # ---------------------------------------------------------------- helpers
-
-def blob_file(data_dir, sha):
-    return os.path.join(data_dir, "blobs", "sha256", sha[:2], sha[2:4], sha)
-
 
 def larder_gc(larder, *args):
     p = subprocess.run([larder.binary, "gc", "-c", larder.conf] + list(args),

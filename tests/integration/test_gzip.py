@@ -29,7 +29,7 @@ import frontends
 import stack as stackmod
 import uploads as up
 import wheels
-from stack import HTML_TYPE, JSON_TYPE, PIP_ACCEPT
+from stack import HTML_TYPE, JSON_TYPE, PIP_ACCEPT, blob_file
 
 # (Accept-Encoding, whether the copy is the answer)
 ENCODINGS = [
@@ -155,10 +155,6 @@ def db_rows(data_dir, sql, args=()):
         return con.execute(sql, args).fetchall()
     finally:
         con.close()
-
-
-def blob_file(data_dir, sha):
-    return os.path.join(data_dir, "blobs", "sha256", sha[:2], sha[2:4], sha)
 
 
 def larder_cmd(larder, *args):

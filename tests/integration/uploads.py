@@ -27,11 +27,11 @@ import re
 import sqlite3
 import subprocess
 import tarfile
-import time
 import uuid
 import zipfile
 
 import stack as stackmod
+from stack import wait_for  # noqa: F401 (tests use up.wait_for)
 import wheels
 
 MAX_UPLOAD = 1024 * 1024
@@ -378,12 +378,3 @@ def pids_with_files_under(data_dir, which=upload_temps):
             except OSError:
                 continue
     return sorted(out)
-
-
-def wait_for(pred, timeout=10.0, step=0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v or time.monotonic() >= deadline:
-            return v
-        time.sleep(step)
