@@ -993,6 +993,12 @@ def blob_file(data_dir, sha):
     return os.path.join(data_dir, "blobs", "sha256", sha[:2], sha[2:4], sha)
 
 
+def wait_stored(data_dir, sha, timeout=10.0):
+    """Waits until the blob of that sha256 is in the store (the owner of a
+    streamed miss publishes it just after its answer ends); true once it is."""
+    return wait_for(lambda: os.path.exists(blob_file(data_dir, sha)), timeout)
+
+
 def blobs(data_dir):
     """{relative path: path} of every file under DATA/blobs but the gzip'd
     copies of pages (gz_copies)."""

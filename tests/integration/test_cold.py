@@ -77,10 +77,6 @@ def upstream_gets(st, filename):
     return st.standin.counters()["files"].get(filename, 0)
 
 
-def blob_path(st, sha):
-    return fh.blob_file(st.data_dir, sha)
-
-
 def assert_good(r, d):
     assert r.status == 200 and r.complete, r
     assert hashlib.sha256(r.body).hexdigest() == d.sha256, r
@@ -104,7 +100,7 @@ def test_owner_finishes_when_its_client_leaves(stack, cd):
         got += chunk
     assert got.startswith(b"HTTP/1.1 200"), got[:200]
     s.close()
-    assert wait_for(lambda: os.path.exists(blob_path(stack, d.sha256)), 15), \
+    assert stackmod.wait_stored(stack.data_dir, d.sha256, 15), \
         "the owner gave up with its client"
     stack.standin.control(rate=None)
     r = stack.get(file_path(d))
@@ -130,7 +126,7 @@ def test_head_downloads_nothing(stack, cd):
     c = stack.standin.counters()
     assert c["files"] == {} and c["metadata"] == {}, c
     assert not any(k.startswith("GET /packages/") for k in c["requests"]), c
-    assert not os.path.exists(blob_path(stack, d.sha256))
+    assert not os.path.exists(fh.blob_file(stack.data_dir, d.sha256))
 
 
 @pytest.mark.stack(larder_extra={"prefetch_metadata": "yes"})
@@ -142,7 +138,7 @@ def test_a_cold_page_prefetches_the_likely_metadata(stack, cd):
     nothing."""
     warm_page(stack, "larder-demo-a")
     meta_sha = hashlib.sha256(cd[A11].metadata).hexdigest()
-    assert wait_for(lambda: os.path.exists(blob_path(stack, meta_sha))), \
+    assert stackmod.wait_stored(stack.data_dir, meta_sha), \
         stack.standin.counters()
     r = stack.get(file_path(cd[A11]) + ".metadata")
     assert r.status == 200 and r.body == cd[A11].metadata, r

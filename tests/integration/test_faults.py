@@ -1145,9 +1145,7 @@ def test_fsck_clean_store_and_errors(stack, fd):
     assert rc == 0, out                       # an empty store
     warm_page(stack, "larder-demo-a")
     assert_good_file(get(stack, file_path(fd[A11])), fd[A11])
-    # (the streamed miss's blob is published just after the answer ends)
-    assert stackmod.wait_for(
-        lambda: os.path.exists(fh.blob_file(stack.data_dir, fd[A11].sha256)), 5)
+    assert stackmod.wait_stored(stack.data_dir, fd[A11].sha256, 5)
     rc, out = larder_fsck(stack)
     assert rc == 0, out
     assert out.startswith("checking %s\n" % stack.data_dir), out

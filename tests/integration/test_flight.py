@@ -380,8 +380,7 @@ def test_late_tailer_after_a_restart(stack, fdists, bad_bytes, restart):
             fh.flights(stack.data_dir)
         if restart == "finished":
             # ... and commits the blob before the late one looks.
-            assert fh.wait_for(
-                lambda: os.path.exists(fh.blob_file(stack.data_dir, d.sha256)), 15)
+            assert stackmod.wait_stored(stack.data_dir, d.sha256, 15)
     finally:
         os.kill(late, signal.SIGCONT)
     fh.join_all(readers, 30)
@@ -426,7 +425,7 @@ def test_worker_killed_mid_response(stack, fdists):
             broken[0].t0 + broken[0].t_end - killed_at)
     (done,) = [r for r in readers if r is not broken[0]]
     assert_correct(done, d)
-    assert fh.wait_for(lambda: os.path.exists(fh.blob_file(stack.data_dir, d.sha256)), 10)
+    assert stackmod.wait_stored(stack.data_dir, d.sha256, 10)
     assert upstream_gets(stack, BIG) == 1, stack.standin.counters()
     assert_clean_store(stack, expect_blob=d.sha256)
 

@@ -180,8 +180,7 @@ def test_evicted_file_and_page_come_back(stack, dists):
     # (a miss is streamed to the client as it is stored: the blob is
     # published just after the answer ends, and the page's worker may be
     # making the page's gzip'd copies meanwhile)
-    assert stackmod.wait_for(
-        lambda: os.path.exists(blob_file(stack.data_dir, dists[A11].sha256)), 5)
+    assert stackmod.wait_stored(stack.data_dir, dists[A11].sha256, 5)
     time.sleep(2.5)   # stale page, past gc_grace
     before = evicted_metrics(stack)
     rc, out = larder_gc(stack.larder, "--max-size", "1k")
@@ -216,9 +215,7 @@ def test_fresh_pages_and_recent_use_are_kept(stack, dists):
     used within gc_grace; the file goes once gc_grace has passed."""
     assert stack.get(page_path("larder-demo-a"), accept=PIP_ACCEPT).status == 200
     assert stack.get(file_url(stack, dists, A11)).status == 200
-    # (the streamed miss's blob is published just after the answer ends)
-    assert stackmod.wait_for(
-        lambda: os.path.exists(blob_file(stack.data_dir, dists[A11].sha256)), 5)
+    assert stackmod.wait_stored(stack.data_dir, dists[A11].sha256, 5)
     rc, out = larder_gc(stack.larder, "--max-size", "1k")
     assert rc == 0, out
     assert os.path.exists(blob_file(stack.data_dir, dists[A11].sha256)), out

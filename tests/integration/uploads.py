@@ -31,8 +31,8 @@ import uuid
 import zipfile
 
 import stack as stackmod
-from stack import wait_for  # noqa: F401 (tests use up.wait_for)
 import wheels
+from stack import wait_for  # noqa: F401 (tests use up.wait_for)
 
 MAX_UPLOAD = 1024 * 1024
 
